@@ -1,0 +1,3 @@
+from dfsearch.cli import main
+
+main()

@@ -1,0 +1,234 @@
+"""The one definition of every enumeration dfsearch uses.
+
+Each enum is an ``IntEnum``: the integer value is the code the jitted evaluator sees,
+``.label`` is the lower-case word used in TOML specs and reports, and ``.dfmodel`` is the
+name DFModel's protobuf text format uses (where DFModel has one).
+
+>>> Dim.from_label("n") is Dim.N
+True
+>>> Collective.from_dfmodel("ALL_REDUCE_PERIODIC").label
+'all_reduce_periodic'
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "KernelKind",
+    "ComputeType",
+    "Phase",
+    "Dim",
+    "Collective",
+    "Topology",
+    "Parallelism",
+    "ExecutionStyle",
+    "Overlap",
+    "WorkloadKind",
+    "Equations",
+    "Status",
+    "TOPOLOGY_VARIANTS",
+]
+
+
+class _Coded(enum.IntEnum):
+    """Base: lower-case labels for TOML, DFModel names for the importer."""
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @property
+    def dfmodel(self) -> str:
+        return self.name
+
+    @classmethod
+    def labels(cls) -> tuple[str, ...]:
+        return tuple(m.label for m in cls)
+
+    @classmethod
+    def from_label(cls, text: str) -> _Coded:
+        for m in cls:
+            if m.label == text:
+                return m
+        raise KeyError(text)
+
+    @classmethod
+    def from_dfmodel(cls, text: str) -> _Coded:
+        for m in cls:
+            if m.dfmodel == text:
+                return m
+        raise KeyError(text)
+
+
+class KernelKind(_Coded):
+    """The four kernel variants of DFModel (MODEL.md §1.1)."""
+
+    GEMM_WEIGHT = 1  #: GEMM whose second operand is a resident weight
+    GEMM = 2  #: GEMM of two activations
+    ELEMENTWISE = 3  #: one-input elementwise op (K = 1)
+    ELEMENTWISE2 = 4  #: two-input elementwise op (K = 1)
+
+    @property
+    def dfmodel(self) -> str:
+        return {
+            1: "gemm_input1_weight",
+            2: "gemm_input1_input2",
+            3: "elementwise_input1",
+            4: "elementwise_input1_input2",
+        }[self.value]
+
+    @property
+    def has_k(self) -> bool:
+        return self in (KernelKind.GEMM_WEIGHT, KernelKind.GEMM)
+
+    @property
+    def num_inputs(self) -> int:
+        return 1 if self in (KernelKind.GEMM_WEIGHT, KernelKind.ELEMENTWISE) else 2
+
+
+class ComputeType(_Coded):
+    SYSTOLIC = 1
+    SIMD = 2
+
+
+class Phase(_Coded):
+    """Forward / backward marker (``fwd_bwd``); NONE when the input does not say."""
+
+    NONE = 0
+    FWD = 1
+    BWD = 2
+
+
+class Dim(_Coded):
+    """A kernel dimension, used for tiling and for sharding (DFModel enum values)."""
+
+    OUTER = 1
+    M = 2
+    K = 3
+    N = 4
+    NO = 5  #: nothing tiled / replicated (not sharded)
+
+    @property
+    def label(self) -> str:
+        return "none" if self is Dim.NO else self.name.lower()
+
+    @property
+    def tiling_dfmodel(self) -> str:
+        return "NO_TILING" if self is Dim.NO else f"{self.name}_TILING"
+
+    @property
+    def sharding_dfmodel(self) -> str:
+        return "NO_SHARDING" if self is Dim.NO else f"{self.name}_SHARDING"
+
+
+class Collective(_Coded):
+    """Communication types (kernel presets and inter-chip results)."""
+
+    NONE = 0
+    ALL_REDUCE = 1
+    ALL_TO_ALL = 2
+    ALL_GATHER = 3
+    ALL_REDUCE_PERIODIC = 4
+    POINT_TO_POINT = 5
+    BROADCAST = 6
+
+
+class Topology(_Coded):
+    """Basic topology of one network dimension."""
+
+    RING = 1
+    SWITCH = 2
+    FC = 3
+
+    @property
+    def short(self) -> str:
+        return {1: "r", 2: "sw", 3: "fc"}[self.value]
+
+
+#: DFModel's topology variants: name -> basic topology of each dimension (MODEL.md §1.2).
+TOPOLOGY_VARIANTS: dict[str, tuple[Topology, ...]] = {
+    "r": (Topology.RING,),
+    "sw": (Topology.SWITCH,),
+    "fc": (Topology.FC,),
+    "r_r": (Topology.RING, Topology.RING),
+    "r_fc": (Topology.RING, Topology.FC),
+    "r_sw": (Topology.RING, Topology.SWITCH),
+    "sw_sw": (Topology.SWITCH, Topology.SWITCH),
+    "fc_fc": (Topology.FC, Topology.FC),
+    "r_r_r": (Topology.RING, Topology.RING, Topology.RING),
+    "r_sw_sw": (Topology.RING, Topology.SWITCH, Topology.SWITCH),
+    "sw_sw_sw": (Topology.SWITCH, Topology.SWITCH, Topology.SWITCH),
+}
+
+
+class Parallelism(_Coded):
+    NONE = 0
+    TP = 1
+    PP = 2
+    DP = 3
+
+    @property
+    def dfmodel(self) -> str:
+        return self.name
+
+
+class ExecutionStyle(_Coded):
+    DATAFLOW = 1
+    KERNEL_BY_KERNEL = 2
+
+
+class Overlap(_Coded):
+    """How compute, memory and network time of one configuration combine."""
+
+    PERFECT = 1  #: max(Tc, Tm, Tn)
+    COMPUTE_MEMORY = 2  #: max(Tc, Tm) + Tn
+    NONE = 3  #: Tc + Tm + Tn
+
+    @property
+    def dfmodel(self) -> str:
+        return {1: "PERFECT_OVERLAP", 2: "OVERLAP_COMPUTE_MEMORY", 3: "NO_OVERLAP"}[self.value]
+
+
+class WorkloadKind(_Coded):
+    LLM = 1
+    DLRM = 2
+    HPL = 3
+    FFT = 4
+
+
+class Equations(_Coded):
+    """Which of DFModel's equation sets to reproduce (MODEL.md D1)."""
+
+    V1 = 1
+    V2 = 2
+    LEGACY = 3
+
+
+class Status(_Coded):
+    """Evaluator status codes: infeasibility is data, not an exception."""
+
+    OK = 0
+    SRAM = 1  #: a configuration's SRAM footprint exceeds sram_cap
+    DRAM = 2  #: the DRAM footprint exceeds dram_cap (+ second tier)
+    CORES = 3  #: the kernels of a configuration need more cores than the chip has
+    DIVISIBILITY = 4  #: global batch not divisible by micro-batch x DP
+    SHAPE = 5  #: network shape does not multiply to the chip count
+    ORDER = 6  #: an edge goes from a later configuration to an earlier one
+    CONFIG = 7  #: a configuration assignment breaks a rule (FWD/BWD, pinned, num_input)
+
+    @property
+    def message(self) -> str:
+        return _STATUS_MESSAGES[self]
+
+
+_STATUS_MESSAGES = {
+    Status.OK: "feasible",
+    Status.SRAM: "SRAM capacity exceeded",
+    Status.DRAM: "DRAM capacity exceeded",
+    Status.CORES: "not enough cores for the kernels of a configuration",
+    Status.DIVISIBILITY: "global batch size not divisible by micro-batch size x DP",
+    Status.SHAPE: "network shape does not multiply to the number of chips",
+    Status.ORDER: "an edge runs from a later configuration to an earlier one",
+    Status.CONFIG: "configuration assignment breaks a rule (FWD/BWD split, pinned config, num_input)",
+}

@@ -1,0 +1,1 @@
+"""Readers and writers of input formats (dfsearch TOML, DFModel protobuf text)."""

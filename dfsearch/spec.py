@@ -1,0 +1,301 @@
+"""The validated input: frozen dataclasses in DFModel's units (MODEL.md D8).
+
+Field names are the TOML keys (they carry their unit: ``link_bw_GBps``, ``sram_bytes``,
+``freq_GHz``), so the TOML loader, the TOML writer and the DFModel importer all speak one
+vocabulary. Objects here are built only by ``dfsearch.load`` (TOML), ``dfsearch.io.dfmodel``
+(DFModel setup.txt) and the generators; they are always validated (see ``dfsearch.validate``).
+
+Nothing below this module sees raw dicts or strings from a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dfsearch.codes import (
+    TOPOLOGY_VARIANTS,
+    Collective,
+    ComputeType,
+    Dim,
+    Equations,
+    ExecutionStyle,
+    KernelKind,
+    Overlap,
+    Parallelism,
+    Phase,
+    Topology,
+    WorkloadKind,
+)
+
+__all__ = [
+    "AUTO",
+    "Kernel",
+    "Connection",
+    "Graph",
+    "Accelerator",
+    "Memory",
+    "NetworkDim",
+    "System",
+    "Cost",
+    "Execution",
+    "LLMWorkload",
+    "DLRMWorkload",
+    "HPLWorkload",
+    "FFTWorkload",
+    "Workload",
+    "SearchSettings",
+    "Spec",
+]
+
+#: ``execution.num_config = "auto"``: the search chooses the number of configurations.
+AUTO = -1
+
+_FROZEN = dict(frozen=True, slots=True, kw_only=True)
+
+
+# --------------------------------------------------------------------------- graph
+@dataclass(**_FROZEN)
+class Kernel:
+    """One compute kernel of the dataflow graph (MODEL.md §1.1).
+
+    Sizes are bytes of the *unsharded* tensors; ``None`` means the input did not give it.
+    ``k`` is 1 for elementwise kernels. ``sharding`` is ``None`` when free (the inter-chip
+    pass decides), ``config`` is -1 when free.
+    """
+
+    name: str
+    kind: KernelKind
+    type: ComputeType
+    phase: Phase = Phase.NONE
+    outer: int = 1
+    m: int
+    k: int = 1
+    n: int
+    tiling: Dim = Dim.NO
+    sharding: Dim | None = None
+    config: int = -1
+    input_bytes: float | None = None
+    input2_bytes: float | None = None
+    weight_bytes: float | None = None
+    output_bytes: float | None = None
+    communication: Collective = Collective.NONE
+    communication_bytes: float = 0.0
+    communication2: Collective = Collective.NONE
+    communication2_bytes: float = 0.0
+    memory_bytes: float = 0.0
+    num_input: int = 0
+    skip_weight: bool = False
+    use_effective_stage: bool = False
+    sram_extra_bytes: float = 0.0
+    dram_extra_bytes: float = 0.0
+    id: int | None = None
+
+    @property
+    def rows(self) -> int:
+        """``outer * m``: DFModel folds the outer (heads) dimension into M (§3.1)."""
+        return self.outer * self.m
+
+    @property
+    def flop(self) -> float:
+        """Unsharded FLOP of one execution, DFModel's statistics convention (§3.10 item 3)."""
+        mult = self.num_input if self.num_input > 0 else 1
+        base = float(self.rows) * float(self.k) * float(self.n) * mult
+        return 2.0 * base if self.type is ComputeType.SYSTOLIC else base
+
+
+@dataclass(**_FROZEN)
+class Connection:
+    """An edge producer -> consumer, by kernel name. ``zero_out`` (v2): buffer counts 0 bytes."""
+
+    src: str
+    dst: str
+    zero_out: bool = False
+    id: int | None = None
+
+
+@dataclass(**_FROZEN)
+class Graph:
+    """The dataflow graph: kernels in file order, connections in file order."""
+
+    kernels: tuple[Kernel, ...]
+    connections: tuple[Connection, ...] = ()
+
+    def index(self) -> dict[str, int]:
+        """Kernel name -> position in ``kernels``."""
+        return {k.name: i for i, k in enumerate(self.kernels)}
+
+    @property
+    def flop(self) -> float:
+        """Sum of the kernels' unsharded FLOP (one graph execution)."""
+        return float(sum(k.flop for k in self.kernels))
+
+    @property
+    def is_training(self) -> bool:
+        return any(k.phase is Phase.BWD for k in self.kernels)
+
+
+# --------------------------------------------------------------------------- system
+@dataclass(**_FROZEN)
+class Accelerator:
+    """One chip. Peak GFLOP/s = 2 * systolic_width * systolic_height * cores * freq_GHz."""
+
+    cores: int
+    systolic_width: int
+    systolic_height: int
+    sram_bytes: float
+    freq_GHz: float
+    pmu: int = 0
+    pmu_bytes: float = 0.0
+    link_latency_ns: float = 0.0
+
+    @property
+    def peak_gflops(self) -> float:
+        return 2.0 * self.systolic_width * self.systolic_height * self.cores * self.freq_GHz
+
+
+@dataclass(**_FROZEN)
+class Memory:
+    """DRAM per chip; ``dram_bytes = 0`` means unlimited. Optional second tier (v1)."""
+
+    dram_bw_GBps: float
+    dram_bytes: float = 0.0
+    second_dram_bw_GBps: float = 0.0
+    second_dram_bytes: float = 0.0
+
+
+@dataclass(**_FROZEN)
+class NetworkDim:
+    """One network dimension. ``size = 0`` means the search chooses it (LLM only)."""
+
+    topology: Topology
+    link_bw_GBps: float
+    size: int = 0
+    parallelism: Parallelism = Parallelism.NONE
+
+
+@dataclass(**_FROZEN)
+class System:
+    num_chip: int
+    accelerator: Accelerator
+    memory: Memory
+    network: tuple[NetworkDim, ...]
+    hbd: int = 0
+
+    @property
+    def variant(self) -> str:
+        """DFModel's topology variant name, e.g. ``"r_r"``; '' if not one of DFModel's."""
+        topo = tuple(d.topology for d in self.network)
+        for name, dims in TOPOLOGY_VARIANTS.items():
+            if dims == topo:
+                return name
+        return ""
+
+
+# --------------------------------------------------------------------------- cost
+@dataclass(**_FROZEN)
+class Cost:
+    """Prices ($ per GB/s of link, per GB/s of switch port, per GB/s of DRAM, per chip) and
+    static power coefficients (J/GB, i.e. W per GB/s; W per chip). ``link_power_J_per_GB``
+    has one entry per network dimension; missing entries are 0 (MODEL.md §7 item 47)."""
+
+    link_price_per_GBps: float = 0.0
+    switch_price_per_GBps: float = 0.0
+    dram_price_per_GBps: float = 0.0
+    chip_price: float = 0.0
+    link_power_J_per_GB: tuple[float, ...] = ()
+    switch_power_J_per_GB: float = 0.0
+    dram_power_J_per_GB: float = 0.0
+    chip_power_W: float = 0.0
+
+    def link_power(self, dim: int) -> float:
+        return self.link_power_J_per_GB[dim] if dim < len(self.link_power_J_per_GB) else 0.0
+
+
+# --------------------------------------------------------------------------- execution
+@dataclass(**_FROZEN)
+class Execution:
+    """How the graph runs on a chip (MODEL.md §1.4, D1).
+
+    ``num_config``: 0 = one configuration per kernel, ``AUTO`` (-1) = searched.
+    ``compute_util``: 0 = cycle-accurate systolic model, u > 0 = FLOP / (u * peak).
+    ``equations``: which DFModel equation set to reproduce (v1 default; v2 and legacy options).
+    """
+
+    style: ExecutionStyle = ExecutionStyle.DATAFLOW
+    num_config: int = 0
+    overlap: Overlap = Overlap.PERFECT
+    compute_util: float = 0.0
+    word_bytes: int = 2
+    equations: Equations = Equations.V1
+    separate_rs_ag_for_ar: bool = False
+    skip_inter_chip_optimization: bool = False
+    effective_stage: int = 0
+    replicate_sram_index_bug: bool = False
+
+
+# --------------------------------------------------------------------------- workload
+@dataclass(**_FROZEN)
+class LLMWorkload:
+    hidden_dim: int
+    head_dim: int
+    num_head: int
+    seq_len: int
+    num_layer: int
+    global_batch_size: int
+    micro_batch_size: int = 0  #: 0 = searched
+    tile_size: int = 0  #: 0 = searched
+    num_layer_in_graph: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
+
+
+@dataclass(**_FROZEN)
+class DLRMWorkload:
+    num_table: int
+    emb_dim: int
+    row: int
+    global_batch_size: int
+    num_copy: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.DLRM, init=False)
+
+
+@dataclass(**_FROZEN)
+class HPLWorkload:
+    n: int
+    b: int
+    num_copy: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.HPL, init=False)
+
+
+@dataclass(**_FROZEN)
+class FFTWorkload:
+    length: int
+    num_copy: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.FFT, init=False)
+
+
+Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload
+
+
+# --------------------------------------------------------------------------- search
+@dataclass(**_FROZEN)
+class SearchSettings:
+    seed: int = 0
+    time_limit_s: float = 5.0
+    joint_sharding: bool = False
+
+
+# --------------------------------------------------------------------------- spec
+@dataclass(**_FROZEN)
+class Spec:
+    """Everything one run needs: graph, system, cost, execution, workload, search."""
+
+    graph: Graph
+    system: System
+    cost: Cost
+    execution: Execution
+    workload: Workload
+    search: SearchSettings = SearchSettings()
+
+    @property
+    def num_copy(self) -> int:
+        return getattr(self.workload, "num_copy", 1)
