@@ -1,0 +1,499 @@
+"""The jitted evaluator: one configuration assignment -> per-configuration times and totals.
+
+The single implementation of MODEL.md §3.4-§3.9 used by every search. It works on the flat
+arrays of ``dfsearch.cost.lower.Problem`` (argument order: ``Problem.args()``), returns an
+integer status (``codes.Status``) and writes its results into preallocated arrays; it never
+raises and never allocates inside batch loops. ``dfsearch.cost.reference`` is its naive twin.
+
+Outputs
+-------
+``cfg[c, :]``: CFG_COMPUTE, CFG_MEMORY, CFG_NETWORK, CFG_II (ns), CFG_SRAM (bytes),
+CFG_TILES (T_c), CFG_CYCLES (slowest kernel, cycle model); ``res``: RES_FINAL (final_ns),
+RES_BATCH (ns_per_batch), RES_ALL_II, RES_DRAM (DRAM bytes per chip), RES_DRAM_BW (GB/s in
+effect), RES_VIOLATION (by how much the binding constraint is violated, in its unit);
+``k_pl``/``k_ps``/``k_tf``: cores and weight tiling factor of every kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dfsearch.cost._jit import jit
+from dfsearch.cost.lower import (
+    F_AR_LATENCY,
+    F_BATCH_MULT,
+    F_DRAM2_BW,
+    F_DRAM2_CAP,
+    F_DRAM_ACT_MULT,
+    F_DRAM_BW,
+    F_DRAM_CAP,
+    F_DRAM_FIXED,
+    F_FREQ,
+    F_NUM_COPY,
+    F_P2P,
+    F_SRAM_CAP,
+    I_C,
+    I_CORES,
+    I_CYCLE_MODEL,
+    I_FB_B,
+    I_FB_F,
+    I_FB_RULE,
+    I_FIXED_CONFIG,
+    I_II_NUM_INPUT,
+    I_NUM_INPUT_MIXED,
+    I_OVERLAP,
+    I_PER_CONFIG_TILES,
+    I_SRAM_CHECK,
+    I_T,
+    I_TF_DIVIDES,
+)
+
+__all__ = ["evaluate_one", "evaluate_batch", "min_cycles", "NUM_CFG", "NUM_RES"]
+
+CFG_COMPUTE, CFG_MEMORY, CFG_NETWORK, CFG_II, CFG_SRAM, CFG_TILES, CFG_CYCLES = range(7)
+NUM_CFG = 7
+RES_FINAL, RES_BATCH, RES_ALL_II, RES_DRAM, RES_DRAM_BW, RES_VIOLATION = range(6)
+NUM_RES = 6
+
+# Status codes (codes.Status; numba freezes module globals as constants)
+OK, SRAM, DRAM, CORES, ORDER, CONFIG = 0, 1, 2, 3, 6, 7
+_PERFECT, _COMPUTE_MEMORY = 1, 2
+_FWD, _BWD = 1, 2
+_BIG = 1 << 62
+
+
+@jit
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+@jit
+def min_cycles(a, b, z, budget):
+    """Fewest cycles of one kernel, ceil(a/PL) * ceil(b/PS) * z, with PL*PS <= budget.
+
+    Returns (cycles, PL, PS). For a fixed m = ceil(a/PL) the smallest PL is best (it leaves
+    the most for PS), so only the O(sqrt(a)) breakpoints of m are visited (MODEL.md C.5).
+    """
+    if a <= 0 or b <= 0 or z <= 0:
+        return 0, 1, 1
+    best, bpl, bps = _BIG, 1, 1
+    pl = 1
+    while pl <= budget:
+        m = _cdiv(a, pl)
+        ps = budget // pl
+        if ps > b:
+            ps = b
+        cyc = m * _cdiv(b, ps) * z
+        if cyc < best:
+            best, bpl, bps = cyc, pl, ps
+        if m == 1:
+            break
+        pl = _cdiv(a, m - 1)
+    return best, bpl, bps
+
+
+@jit
+def _min_cores(a, b, z, tau):
+    """Fewest cores PL*PS with ceil(a/PL) * ceil(b/PS) * z <= tau; _BIG if impossible."""
+    if a <= 0 or b <= 0 or z <= 0:
+        return 1, 1, 1
+    r = tau // z
+    if r < 1:
+        return _BIG, 1, 1
+    best, bpl, bps = _BIG, 1, 1
+    pl = 1
+    while pl < best:
+        m = _cdiv(a, pl)
+        nmax = r // m
+        if nmax >= 1:
+            ps = _cdiv(b, nmax)
+            if pl * ps < best:
+                best, bpl, bps = pl * ps, pl, ps
+        if m == 1:
+            break
+        pl = _cdiv(a, m - 1)
+    return best, bpl, bps
+
+
+@jit
+def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_ps):
+    """Exact core allocation of one configuration: minimise the slowest kernel's cycles
+    subject to the sum of PL*PS <= budget (binary search on the cycle target, C.5).
+    Kernels with explicit pl_in/ps_in keep them. Returns (max cycles, status)."""
+    floor = 0
+    free = budget
+    nfree = 0
+    for j in range(lo_i, hi_i):
+        k = members[j]
+        if pl_in[k] > 0 and ps_in[k] > 0:
+            k_pl[k], k_ps[k] = pl_in[k], ps_in[k]
+            free -= pl_in[k] * ps_in[k]
+            cyc = _cdiv(k_a[k], pl_in[k]) * _cdiv(k_b[k], ps_in[k]) * k_z[k]
+            if k_a[k] <= 0 or k_b[k] <= 0:
+                cyc = 0
+            if cyc > floor:
+                floor = cyc
+        else:
+            nfree += 1
+    if free < nfree:
+        return 0, CORES
+    if nfree == 0:
+        return floor, OK
+    lo, hi = floor, floor
+    for j in range(lo_i, hi_i):
+        k = members[j]
+        if not (pl_in[k] > 0 and ps_in[k] > 0):
+            best, _, _ = min_cycles(k_a[k], k_b[k], k_z[k], free)
+            if best > lo:
+                lo = best
+            one = k_a[k] * k_b[k] * k_z[k]
+            if one > hi:
+                hi = one
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        need = 0
+        for j in range(lo_i, hi_i):
+            k = members[j]
+            if not (pl_in[k] > 0 and ps_in[k] > 0):
+                c, _, _ = _min_cores(k_a[k], k_b[k], k_z[k], mid)
+                need += c
+                if need > free:
+                    break
+        if need <= free:
+            hi = mid
+        else:
+            lo = mid + 1
+    for j in range(lo_i, hi_i):
+        k = members[j]
+        if not (pl_in[k] > 0 and ps_in[k] > 0):
+            _, pl, ps = _min_cores(k_a[k], k_b[k], k_z[k], lo)
+            k_pl[k], k_ps[k] = pl, ps
+    return lo, OK
+
+
+@jit
+def _eval(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+    config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+    cnt, start, members, fill, net_t, net_1, chan, arcnt, memb, memk, act, div, ndiv, numin,
+    nset, nunset,
+):  # fmt: skip
+    n = config.shape[0]
+    ne = e_src.shape[0]
+    nc = si[I_C]
+    for j in range(NUM_RES):
+        res[j] = 0.0
+    # ---- structure of the assignment (§3.4)
+    for k in range(n):
+        c = config[k]
+        k_pl[k], k_ps[k], k_tf[k] = 1, 1, 1
+        if c < 0 or c >= nc:
+            res[RES_VIOLATION] = c
+            return CONFIG
+        if si[I_FIXED_CONFIG] == 1 and c != k:
+            res[RES_VIOLATION] = c - k
+            return CONFIG
+        if k_pin[k] >= 0 and c != k_pin[k]:
+            res[RES_VIOLATION] = c - k_pin[k]
+            return CONFIG
+        if si[I_FB_RULE] == 1:
+            if k_phase[k] == _FWD and c > si[I_FB_F]:
+                res[RES_VIOLATION] = c - si[I_FB_F]
+                return CONFIG
+            if k_phase[k] == _BWD and c < si[I_FB_B]:
+                res[RES_VIOLATION] = si[I_FB_B] - c
+                return CONFIG
+    for e in range(ne):
+        if config[e_src[e]] > config[e_dst[e]]:
+            res[RES_VIOLATION] = config[e_src[e]] - config[e_dst[e]]
+            return ORDER
+    for c in range(nc):
+        for j in range(NUM_CFG):
+            cfg[c, j] = 0.0
+        cnt[c] = 0
+        net_t[c] = 0.0
+        net_1[c] = 0.0
+        chan[c, 0] = 0.0
+        chan[c, 1] = 0.0
+        chan[c, 2] = 0.0
+        arcnt[c] = 0
+        memb[c] = 0.0
+        memk[c] = 0.0
+        act[c] = 0.0
+        div[c] = 0.0
+        ndiv[c] = 0
+        numin[c] = 1
+        nset[c] = 0
+        nunset[c] = 0
+    act[nc] = 0.0
+    # ---- per-kernel sums
+    for k in range(n):
+        c = config[k]
+        cnt[c] += 1
+        cfg[c, CFG_COMPUTE] += k_tc[k]
+        cfg[c, CFG_SRAM] += k_sram_extra[k]
+        net_t[c] += k_net_t[k]
+        net_1[c] += k_net_1[k]
+        chan[c, 0] += k_chan[k, 0]
+        chan[c, 1] += k_chan[k, 1]
+        chan[c, 2] += k_chan[k, 2]
+        arcnt[c] += k_ar[k]
+        memk[c] += k_mem[k]
+        if k_num_input[k] > 0:
+            nset[c] += 1
+            if k_num_input[k] > numin[c]:
+                numin[c] = k_num_input[k]
+        else:
+            nunset[c] += 1
+    if si[I_NUM_INPUT_MIXED] == 1:
+        for c in range(nc):
+            if nset[c] > 0 and nunset[c] > 0:
+                res[RES_VIOLATION] = c
+                return CONFIG
+    t_all = si[I_T]
+    for c in range(nc):
+        cfg[c, CFG_TILES] = 1.0 if (si[I_PER_CONFIG_TILES] == 1 and nset[c] > 0) else t_all
+    # lone weight kernels may tile their weight (tf >= 2 needs all cores, §3.5)
+    # ---- SRAM, DRAM traffic and capacity, edge collectives
+    for k in range(n):
+        c = config[k]
+        w = k_wsram[k]
+        if k_isw[k] == 1 and cnt[c] == 1:
+            if w > 0.0:
+                div[c] += w
+                ndiv[c] += 1
+        else:
+            cfg[c, CFG_SRAM] += w
+    for e in range(ne):
+        s, d = e_src[e], e_dst[e]
+        cs, cd = config[s], config[d]
+        net_t[cs] += e_net_t[e]
+        arcnt[cs] += e_ar[e]
+        lone = k_isw[s] == 1 and cnt[cs] == 1
+        if cs == cd:
+            fp = e_sram_b[e] * e_sram_depth[e]
+            cfg[cs, CFG_SRAM] += fp
+        else:
+            fp = 2.0 * e_sram_b[e]
+            memb[cs] += e_b[e]
+            memb[cd] += e_b[e]
+            act[cs] += e_b[e]
+            act[cd + 1] -= e_b[e]
+            if lone:
+                if fp > 0.0:
+                    div[cs] += fp
+                    div[cd] += fp
+                    ndiv[cs] += 1
+                    ndiv[cd] += 1
+            else:
+                cfg[cs, CFG_SRAM] += fp
+                cfg[cd, CFG_SRAM] += fp
+    status = OK
+    if si[I_SRAM_CHECK] == 1:
+        cap = sc[F_SRAM_CAP]
+        worst = 0.0
+        for c in range(nc):
+            over = cfg[c, CFG_SRAM] - cap
+            if (div[c] > 0.0 and over >= 0.0) or over > 0.0:
+                if over + div[c] > worst:
+                    worst = over + div[c]
+                status = SRAM
+        if status != OK:
+            res[RES_VIOLATION] = worst
+            return SRAM
+        # smallest weight tiling factors that make every configuration fit
+        for k in range(n):
+            c = config[k]
+            if k_isw[k] == 1 and cnt[c] == 1:
+                tf = 1
+                if div[c] > 0.0 and cfg[c, CFG_SRAM] + div[c] > cap:
+                    need = k_wsram[k] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
+                    tf = max(2, int(math.ceil(need)))
+                for e in range(ne):
+                    if e_src[e] == k and config[e_dst[e]] != c:
+                        cd = config[e_dst[e]]
+                        if cfg[cd, CFG_SRAM] + div[cd] > cap:
+                            need = 2.0 * e_sram_b[e] * ndiv[cd] / (cap - cfg[cd, CFG_SRAM])
+                            tf = max(tf, max(2, int(math.ceil(need))))
+                        if cfg[c, CFG_SRAM] + div[c] > cap:
+                            need = 2.0 * e_sram_b[e] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
+                            tf = max(tf, max(2, int(math.ceil(need))))
+                if si[I_TF_DIVIDES] == 1 and tf > 1:
+                    wb = int(k_wsram[k])
+                    while tf < wb and wb % tf != 0:
+                        tf += 1
+                k_tf[k] = tf
+        for k in range(n):
+            c = config[k]
+            if k_isw[k] == 1 and cnt[c] == 1:
+                cfg[c, CFG_SRAM] += k_wsram[k] / k_tf[k]
+        for e in range(ne):
+            s = e_src[e]
+            cs, cd = config[s], config[e_dst[e]]
+            if cs != cd and k_isw[s] == 1 and cnt[cs] == 1:
+                cfg[cs, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
+                cfg[cd, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
+    else:
+        for c in range(nc):
+            cfg[c, CFG_SRAM] += div[c]
+    # DRAM capacity (§3.5): weights x layers per stage, the widest live activation set
+    peak = 0.0
+    run = 0.0
+    for c in range(nc):
+        run += act[c]
+        live = run * cfg[c, CFG_TILES]
+        if live > peak:
+            peak = live
+    total = sc[F_DRAM_FIXED] + sc[F_DRAM_ACT_MULT] * peak
+    res[RES_DRAM] = total
+    cap1 = sc[F_DRAM_CAP]
+    bw = sc[F_DRAM_BW]
+    cap2 = sc[F_DRAM2_CAP]
+    if cap2 > 0.0:
+        if total > cap1:
+            if total > cap1 + cap2:
+                res[RES_VIOLATION] = total - cap1 - cap2
+                return DRAM
+            bw = (cap1 * sc[F_DRAM_BW] + cap2 * sc[F_DRAM2_BW]) / (cap1 + cap2)
+    elif total > cap1:
+        res[RES_VIOLATION] = total - cap1
+        return DRAM
+    res[RES_DRAM_BW] = bw
+    # ---- compute (§3.6)
+    freq = sc[F_FREQ]
+    cores = si[I_CORES]
+    if si[I_CYCLE_MODEL] == 1:
+        pos = 0
+        for c in range(nc):
+            start[c] = pos
+            fill[c] = pos
+            pos += cnt[c]
+        start[nc] = pos
+        for k in range(n):
+            c = config[k]
+            members[fill[c]] = k
+            fill[c] += 1
+        for c in range(nc):
+            if cnt[c] == 0:
+                continue
+            cyc, st = _allocate(
+                members, start[c], start[c + 1], k_a, k_b, k_z, cores, pl_in, ps_in, k_pl, k_ps
+            )
+            if st != OK:
+                res[RES_VIOLATION] = cnt[c] - cores
+                return CORES
+            cfg[c, CFG_CYCLES] = cyc
+            cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cyc / freq
+    else:
+        for c in range(nc):
+            if cnt[c] > cores:
+                res[RES_VIOLATION] = cnt[c] - cores
+                return CORES
+            cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cfg[c, CFG_COMPUTE]
+    # ---- memory, network, II (§3.7-§3.9)
+    all_ii = 0.0
+    overlap = si[I_OVERLAP]
+    for c in range(nc):
+        tcc = cfg[c, CFG_TILES]
+        tc = cfg[c, CFG_COMPUTE]
+        tm = (tcc * memb[c] + memk[c]) / bw
+        ch = chan[c, 0]
+        if chan[c, 1] > ch:
+            ch = chan[c, 1]
+        if chan[c, 2] > ch:
+            ch = chan[c, 2]
+        tn = tcc * net_t[c] + net_1[c] + ch + sc[F_AR_LATENCY] * arcnt[c]
+        if overlap == _PERFECT:
+            ii = max(tc, tm, tn)
+        elif overlap == _COMPUTE_MEMORY:
+            ii = max(tc, tm) + tn
+        else:
+            ii = tc + tm + tn
+        if si[I_II_NUM_INPUT] == 1:
+            ii *= numin[c]
+        cfg[c, CFG_MEMORY] = tm
+        cfg[c, CFG_NETWORK] = tn
+        cfg[c, CFG_II] = ii
+        all_ii += ii
+    batch = all_ii * sc[F_BATCH_MULT] + sc[F_P2P]
+    res[RES_ALL_II] = all_ii
+    res[RES_BATCH] = batch
+    res[RES_FINAL] = batch / sc[F_NUM_COPY]
+    return status
+
+
+@jit
+def _scratch(n, nc):
+    return (
+        np.zeros(nc + 1, np.int64),  # cnt
+        np.zeros(nc + 1, np.int64),  # start
+        np.zeros(n, np.int64),  # members
+        np.zeros(nc + 1, np.int64),  # fill
+        np.zeros(nc, np.float64),  # net_t
+        np.zeros(nc, np.float64),  # net_1
+        np.zeros((nc, 3), np.float64),  # chan
+        np.zeros(nc, np.int64),  # arcnt
+        np.zeros(nc, np.float64),  # memb
+        np.zeros(nc, np.float64),  # memk
+        np.zeros(nc + 1, np.float64),  # act
+        np.zeros(nc, np.float64),  # div
+        np.zeros(nc, np.int64),  # ndiv
+        np.zeros(nc, np.int64),  # numin
+        np.zeros(nc, np.int64),  # nset
+        np.zeros(nc, np.int64),  # nunset
+    )
+
+
+@jit
+def evaluate_one(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+    config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+):  # fmt: skip
+    """Evaluate one assignment with full outputs. Returns the status code."""
+    s = _scratch(config.shape[0], si[I_C])
+    return _eval(
+        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+        k_pin, k_num_input, k_sram_extra,
+        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+        config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
+        s[13], s[14], s[15],
+    )  # fmt: skip
+
+
+@jit
+def evaluate_batch(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+    configs, finals, statuses, violations,
+):  # fmt: skip
+    """Evaluate every row of ``configs`` (cores chosen optimally); write final_ns (inf when
+    infeasible), the status and the violated amount of each row."""
+    n = configs.shape[1]
+    nc = si[I_C]
+    s = _scratch(n, nc)
+    cfg = np.zeros((nc, NUM_CFG))
+    res = np.zeros(NUM_RES)
+    k_pl = np.ones(n, np.int64)
+    k_ps = np.ones(n, np.int64)
+    k_tf = np.ones(n, np.int64)
+    zero = np.zeros(n, np.int64)
+    for i in range(configs.shape[0]):
+        st = _eval(
+            k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar,
+            k_phase, k_pin, k_num_input, k_sram_extra,
+            e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+            configs[i], zero, zero, cfg, res, k_pl, k_ps, k_tf,
+            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
+            s[13], s[14], s[15],
+        )  # fmt: skip
+        statuses[i] = st
+        violations[i] = res[RES_VIOLATION]
+        finals[i] = res[RES_FINAL] if st == OK else np.inf

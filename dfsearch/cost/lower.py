@@ -1,0 +1,463 @@
+"""Lowering: a validated spec plus the outer choices -> flat, read-only numpy arrays.
+
+This is the only code that knows both worlds: it reads ``Spec`` objects and writes the arrays
+the jitted evaluator (``dfsearch.cost.evaluate``) and its pure-Python twin
+(``dfsearch.cost.reference``) consume. Every equation that depends only on the outer choices
+(shape, sharding, micro-batch size, tile count, number of configurations) is evaluated here,
+once: shard dimensions (MODEL.md §3.3), buffer and weight bytes, FLOP, collective ratios and
+bytes (§3.8), the pipeline factor and batch multiplier (§3.9), DRAM constants (§3.5).
+The per-configuration sums, maxima, capacities and core allocation depend on the
+configuration assignment and are the evaluator's job.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dfsearch.codes import (
+    Collective,
+    ComputeType,
+    Dim,
+    Equations,
+    ExecutionStyle,
+    KernelKind,
+    WorkloadKind,
+)
+from dfsearch.cost import network
+from dfsearch.cost.quirks import Quirks
+from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
+from dfsearch.spec import AUTO, Spec
+
+__all__ = ["Outer", "Problem", "lower", "effective_num_config", "forced_config", "fwd_bwd_bounds"]
+
+# ---- indices into Problem.sc (float scalars) --------------------------------------------
+F_FREQ = 0
+F_SRAM_CAP = 1  #: inf = unlimited
+F_DRAM_CAP = 2  #: inf = unlimited
+F_DRAM_BW = 3
+F_DRAM2_BW = 4
+F_DRAM2_CAP = 5  #: 0 = no second tier
+F_DRAM_FIXED = 6  #: DRAM bytes that do not depend on the assignment
+F_DRAM_ACT_MULT = 7  #: multiplier of max_c I(c) in the DRAM total (mbs, or 0)
+F_AR_LATENCY = 8  #: ns added per all-reduce in a configuration (v2 link_latency)
+F_BATCH_MULT = 9  #: ns_per_batch = all_config_II * batch_mult + p2p
+F_P2P = 10
+F_NUM_COPY = 11
+NUM_F = 12
+
+# ---- indices into Problem.si (int scalars) ----------------------------------------------
+I_T = 0  #: num_tile
+I_C = 1  #: number of configurations
+I_CORES = 2
+I_CYCLE_MODEL = 3  #: 1 when compute_util == 0
+I_OVERLAP = 4  #: codes.Overlap value
+I_SRAM_CHECK = 5
+I_TF_DIVIDES = 6  #: v2: the weight tiling factor must divide the weight bytes
+I_PER_CONFIG_TILES = 7  #: v2: T_c = 1 in configurations holding a num_input kernel
+I_II_NUM_INPUT = 8  #: v2: II(c) multiplied by max num_input in c
+I_FB_RULE = 9  #: 1 when the FWD/BWD split rule applies
+I_FB_F = 10  #: FWD kernels in configurations <= f
+I_FB_B = 11  #: BWD kernels in configurations >= b
+I_NUM_INPUT_MIXED = 12  #: some kernels set num_input and some do not
+I_FIXED_CONFIG = 13  #: configuration k holds kernel k (KBK or num_config = #kernels)
+NUM_I = 14
+
+
+@dataclass(frozen=True, slots=True)
+class Outer:
+    """The outer choices of one evaluation."""
+
+    shape: tuple[int, ...]
+    sharding: tuple[Dim, ...]
+    micro_batch_size: int
+    num_tile: int
+    num_config: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Problem:
+    """Flat read-only arrays for the evaluator. ``args()`` fixes their order in one place."""
+
+    # kernels (n)
+    k_a: np.ndarray  #: int64, ceil(sM / W): lanes' work
+    k_b: np.ndarray  #: int64, second ceiling dimension (ceil(sN/H), ceil(sK/es), 1 for SIMD)
+    k_z: np.ndarray  #: int64, cycles multiplier (sK, sN; x num_input in v1)
+    k_tc: np.ndarray  #: float64, FLOP-model compute ns per tile (0 in the cycle model)
+    k_weight_sram: np.ndarray  #: float64, weight SRAM bytes before weight tiling
+    k_is_weight: np.ndarray  #: int64 0/1
+    k_mem: np.ndarray  #: float64, memory_size bytes per graph execution
+    k_net_t: np.ndarray  #: float64, network ns per tile
+    k_net_1: np.ndarray  #: float64, network ns per execution (not x T)
+    k_chan: np.ndarray  #: float64 (n, 3): all-to-all/broadcast channel ns, max over channels
+    k_ar: np.ndarray  #: int64 0/1: an all-reduce with bytes > 0 (link latency count)
+    k_phase: np.ndarray  #: int64 codes.Phase
+    k_pin: np.ndarray  #: int64 pinned configuration (-1 = free)
+    k_num_input: np.ndarray  #: int64 (0 = unset)
+    k_sram_extra: np.ndarray  #: float64
+    # edges (E)
+    e_src: np.ndarray
+    e_dst: np.ndarray
+    e_b: np.ndarray  #: float64, buffer bytes per chip per tile
+    e_sram_b: np.ndarray  #: float64, bytes used in the SRAM footprint
+    e_sram_depth: np.ndarray  #: int64, depth used in the SRAM footprint
+    e_net_t: np.ndarray  #: float64, network ns per tile of the edge's collective
+    e_ar: np.ndarray  #: int64 0/1
+    # scalars
+    sc: np.ndarray
+    si: np.ndarray
+    # metadata for reports (not passed to the evaluator)
+    outer: Outer
+    names: tuple[str, ...]
+    shard_m: tuple[int, ...]
+    shard_k: tuple[int, ...]
+    shard_n: tuple[int, ...]
+    workload_flop: float
+    peak_gflops: float
+    num_chip: int
+    tp: int
+    pp: int
+    dp: int
+    num_micro_batch: int
+    layers: int
+    layers_per_stage: int
+    pipeline_factor: float
+
+    def args(self) -> tuple[np.ndarray, ...]:
+        """The evaluator's array arguments, in its signature order."""
+        return (
+            self.k_a, self.k_b, self.k_z, self.k_tc, self.k_weight_sram, self.k_is_weight,
+            self.k_mem, self.k_net_t, self.k_net_1, self.k_chan, self.k_ar, self.k_phase,
+            self.k_pin, self.k_num_input, self.k_sram_extra,
+            self.e_src, self.e_dst, self.e_b, self.e_sram_b, self.e_sram_depth, self.e_net_t,
+            self.e_ar, self.sc, self.si,
+        )  # fmt: skip
+
+    @property
+    def num_config(self) -> int:
+        return int(self.si[I_C])
+
+    @property
+    def num_kernels(self) -> int:
+        return len(self.names)
+
+
+# --------------------------------------------------------------------------- helpers
+def effective_num_config(spec: Spec, requested: int | None = None) -> int:
+    """C: ``num_config`` (or ``requested`` when it is AUTO), 0 => one per kernel (§3.4)."""
+    n = len(spec.graph.kernels)
+    c = spec.execution.num_config
+    if c == AUTO:
+        c = requested if requested is not None else n
+    if spec.execution.style is ExecutionStyle.KERNEL_BY_KERNEL or c == 0:
+        return n
+    return c
+
+
+def forced_config(spec: Spec, num_config: int) -> bool:
+    """True when configuration k must hold kernel k (KBK, or C = #kernels; §3.4, §7 item 36)."""
+    return num_config == len(spec.graph.kernels)
+
+
+def fwd_bwd_bounds(num_config: int) -> tuple[int, int]:
+    """(f, b): FWD kernels in configurations <= f, BWD kernels in >= b (§3.4, §7 item 37)."""
+    if num_config % 2 == 0:
+        return num_config // 2 - 1, num_config // 2
+    return num_config // 2, num_config // 2
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _shard_dims(
+    spec: Spec, k_index: int, choice: Dim, tp: int, t: int, grid: tuple[int, int]
+) -> tuple[int, int, int]:
+    """(sM, sK, sN): per-chip, per-tile dimensions of one kernel (MODEL.md §3.3)."""
+    k = spec.graph.kernels[k_index]
+    rows, kk, nn = k.rows, (k.k if k.kind.has_k else 1), k.n
+    kind = spec.workload.kind
+    if kind is WorkloadKind.HPL:
+        x, y = grid
+        return _ceil_div(rows, x), _ceil_div(kk, y), nn
+    if kind is WorkloadKind.FFT:
+        chips = spec.system.num_chip // spec.num_copy
+        return rows, kk, _ceil_div(nn, chips)
+
+    def dim_of(d: Dim) -> str:
+        return {Dim.OUTER: "m", Dim.M: "m", Dim.K: "k", Dim.N: "n"}.get(d, "")
+
+    sharded, tiled = dim_of(choice), dim_of(k.tiling)
+    out = []
+    for name, size in (("m", rows), ("k", kk), ("n", nn)):
+        div = (tp if sharded == name else 1) * (t if tiled == name else 1)
+        out.append(_ceil_div(size, div))
+    return out[0], out[1], out[2]
+
+
+def _f(values: list[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+def _i(values: list[int]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+# --------------------------------------------------------------------------- lower
+def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
+    """Evaluate every outer-choice-dependent equation and pack the result into arrays.
+
+    Raises
+    ------
+    ValueError
+        If ``outer`` does not fit the spec (wrong lengths). Infeasible outer choices
+        (e.g. indivisible batch) are not errors: see ``dfsearch.cost.outer_status``.
+    """
+    g, sysm, ex, wl = spec.graph, spec.system, spec.execution, spec.workload
+    kernels = g.kernels
+    n = len(kernels)
+    if len(outer.sharding) != n or len(outer.shape) != len(sysm.network):
+        raise ValueError("outer choices do not match the spec")
+    st = GraphStructure.of(g)
+    word = ex.word_bytes
+    shape = outer.shape
+    grp = network.groups(sysm, shape)
+    kind = wl.kind
+    is_llm = kind is WorkloadKind.LLM
+    t = outer.num_tile if is_llm else 1
+    copies = spec.num_copy
+    chips_per_copy = sysm.num_chip // copies
+    v2 = ex.equations is Equations.V2
+    legacy = ex.equations is Equations.LEGACY
+    acc = sysm.accelerator
+    peak = acc.peak_gflops
+    cycle_model = ex.compute_util == 0.0
+    grid = network.hpl_grid(shape) if kind is WorkloadKind.HPL else (1, 1)
+    sharding = tuple(Dim.NO for _ in kernels) if not is_llm else outer.sharding
+    skip_ic = ex.skip_inter_chip_optimization
+
+    # --- batch structure (§3.2, §3.9)
+    if is_llm:
+        gb, mbs, dp, pp = wl.global_batch_size, outer.micro_batch_size, grp.dp, grp.pp
+        layers = wl.num_layer
+    elif kind is WorkloadKind.DLRM:
+        gb, mbs, dp, pp = wl.global_batch_size, 1, chips_per_copy, 1
+        layers = 1
+    else:
+        gb, mbs, dp, pp = 1, 1, 1, 1
+        layers = 1
+    nmb = gb // (mbs * dp) if gb % (mbs * dp) == 0 else 0
+    lps = _ceil_div(layers, pp)
+    ccc = lps - 1 if lps >= 2 else 1
+    if quirks.bubble_over_layers_per_stage:
+        pf = 1.0 + (pp - 1) / (max(nmb, 1) * ccc)
+    else:
+        pf = 1.0 + (pp - 1) / max(nmb, 1)
+    if kind in (WorkloadKind.LLM, WorkloadKind.DLRM):
+        batch_mult = pf * lps * gb / dp
+    else:
+        batch_mult = 1.0
+
+    # --- shard dimensions, buffers, weights, compute
+    dims = [_shard_dims(spec, i, sharding[i], grp.tp, t, grid) for i in range(n)]
+    w, h = acc.systolic_width, acc.systolic_height
+    es = ex.effective_stage
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw = [], [], [], [], [], []
+    weight_total = 0.0
+    for i, k in enumerate(kernels):
+        sm, sk, sn = dims[i]
+        mult = k.num_input if (k.num_input > 0 and not v2) else 1
+        a = _ceil_div(sm, w)
+        if k.type is ComputeType.SIMD:
+            b, z = 1, sn
+            flop = float(sm) * sn
+        elif k.use_effective_stage and es > 0:
+            b, z = _ceil_div(sk, es), sn
+            flop = 2.0 * sm * sn * sk
+        else:
+            b, z = _ceil_div(sn, h), sk
+            flop = 2.0 * sm * sn * sk
+        k_a.append(a)
+        k_b.append(b)
+        k_z.append(z * mult)
+        if cycle_model:
+            k_tc.append(0.0)
+        else:
+            rate = ex.compute_util * peak
+            if k.type is ComputeType.SIMD and not quirks.simd_at_systolic_peak:
+                rate /= h
+            k_tc.append(flop * mult / rate)
+        is_w = k.kind is KernelKind.GEMM_WEIGHT
+        wbytes = float(sm) * sk * word if is_w else 0.0
+        weight_total += wbytes
+        k_isw.append(1 if is_w else 0)
+        k_wsram.append(0.0 if (k.skip_weight or not is_w) else wbytes)
+
+    e_src, e_dst = list(st.src), list(st.dst)
+    e_b = [
+        0.0 if c.zero_out else float(dims[s][0]) * dims[s][2] * word
+        for c, s in zip(g.connections, e_src)
+    ]
+    # SRAM footprint of edges produced by a weight kernel: DFModel indexes the edge arrays
+    # with the weight's index (§7 item 29). Fixed by default (D3); replicated on request.
+    e_sram_b, e_sram_depth = list(e_b), list(st.depths)
+    if ex.replicate_sram_index_bug:
+        widx = {}
+        for i, k in enumerate(kernels):
+            if k.kind is KernelKind.GEMM_WEIGHT:
+                widx[i] = len(widx)
+        for e, s in enumerate(e_src):
+            if s in widx and widx[s] < len(e_b):
+                e_sram_b[e], e_sram_depth[e] = e_b[widx[s]], st.depths[widx[s]]
+
+    # --- network (§3.8)
+    k_net_t, k_net_1 = [0.0] * n, [0.0] * n
+    k_chan = np.zeros((n, 3))
+    k_ar = [0] * n
+    e_net_t = [0.0] * len(e_src)
+    e_ar = [0] * len(e_src)
+    ar_latency = 0.0
+    if is_llm:
+        r = network.llm_ratios(
+            sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=quirks
+        )
+        ar_latency = r.ar_latency
+        for i, k in enumerate(kernels):
+            typ = k.communication
+            if typ is Collective.NONE and sharding[i] is Dim.K and not skip_ic:
+                typ = Collective.ALL_REDUCE
+            by = float(dims[i][0]) * dims[i][2] * word
+            if typ is Collective.ALL_REDUCE:
+                k_net_t[i] = r.all_reduce * by
+                k_ar[i] = 1 if by > 0 else 0
+            elif typ is Collective.ALL_TO_ALL:
+                k_net_t[i] = r.all_to_all * by
+            elif typ is Collective.ALL_GATHER:
+                k_net_t[i] = r.all_gather * by
+            elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
+                k_net_1[i] = r.all_reduce_periodic * by / nmb
+        if not skip_ic:
+            for e, (s, d) in enumerate(zip(e_src, e_dst)):
+                up = upstream_layout(sharding[s])
+                down = downstream_layout(kernels[d], st.operand[e], sharding[d])
+                typ = relayout(up, down)
+                by = float(dims[s][0]) * dims[s][2] * word
+                if typ is Collective.ALL_GATHER:
+                    e_net_t[e] = r.all_gather * by
+                elif typ is Collective.ALL_TO_ALL:
+                    e_net_t[e] = r.all_to_all * by
+        p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if g.is_training else 0.0)
+        p2p *= layers
+    else:
+        p2p = 0.0
+        if kind in (WorkloadKind.DLRM, WorkloadKind.FFT):
+            fac = network.a2a_factors(sysm, shape, chips_per_copy, ex.equations)
+            div = chips_per_copy if kind is WorkloadKind.DLRM else chips_per_copy**2
+            for i, k in enumerate(kernels):
+                if k.communication is Collective.ALL_TO_ALL and chips_per_copy > 1:
+                    per_chip = k.communication_bytes / div
+                    for j, f in enumerate(fac):
+                        k_chan[i, j] = per_chip * f
+                if kind is WorkloadKind.DLRM and k.communication is Collective.ALL_REDUCE_PERIODIC:
+                    by = float(dims[i][0]) * dims[i][2] * word / max(nmb, 1)
+                    if quirks.dlrm_arp_bytes_as_ns:
+                        k_net_1[i] = by * (2.0 if legacy else 1.0)
+                    else:
+                        r = network.llm_ratios(
+                            sysm, shape, separate_rs_ag_for_ar=False, quirks=quirks
+                        )
+                        k_net_1[i] = by * r.all_reduce_periodic
+        elif kind is WorkloadKind.HPL:
+            x, y = grid
+            bws = [d.link_bw_GBps for d in sysm.network]
+            for i, k in enumerate(kernels):
+                if k.communication is Collective.BROADCAST and x > 1:
+                    k_chan[i, 1] = k.communication_bytes / x / bws[1]
+                if k.communication2 is Collective.POINT_TO_POINT and y > 1:
+                    # DFModel reads communication_size here, not communication_size_2 (§7 18)
+                    k_chan[i, 0] = k.communication_bytes / y / bws[0]
+    k_chan.setflags(write=False)
+
+    # --- memory (§3.5)
+    ext = sum(k.dram_extra_bytes for k in kernels) if v2 else 0.0
+    if is_llm:
+        dram_fixed = lps * weight_total + lps * ext
+        act_mult = float(mbs)
+    elif kind is WorkloadKind.DLRM:
+        table = wl.num_table * wl.row * wl.emb_dim * word / chips_per_copy
+        dram_fixed = lps * weight_total + lps * ext + table
+        act_mult = float(mbs)
+    elif kind is WorkloadKind.HPL:
+        dram_fixed, act_mult = wl.n * wl.n * word / chips_per_copy + ext, 0.0
+    else:
+        dram_fixed, act_mult = wl.length * word / chips_per_copy + ext, 0.0
+    mem = sysm.memory
+    sram_check = is_llm or (kind is WorkloadKind.DLRM and not v2)
+    sram_cap = acc.sram_bytes if (acc.sram_bytes > 0 or not v2) else math.inf
+    dram_cap = mem.dram_bytes if mem.dram_bytes > 0 else math.inf
+    tiered = (not v2) and mem.second_dram_bytes > 0
+
+    # --- configurations (§3.4)
+    c = outer.num_config
+    fixed = forced_config(spec, c)
+    fb_rule = (
+        ex.style is ExecutionStyle.DATAFLOW and not fixed and g.is_training and c < n
+    )
+    f_cap, b_min = fwd_bwd_bounds(c)
+    num_set = sum(1 for k in kernels if k.num_input > 0)
+
+    sc = np.zeros(NUM_F)
+    sc[F_FREQ] = acc.freq_GHz
+    sc[F_SRAM_CAP] = sram_cap
+    sc[F_DRAM_CAP] = dram_cap
+    sc[F_DRAM_BW] = mem.dram_bw_GBps
+    sc[F_DRAM2_BW] = mem.second_dram_bw_GBps if tiered else 0.0
+    sc[F_DRAM2_CAP] = mem.second_dram_bytes if tiered else 0.0
+    sc[F_DRAM_FIXED] = dram_fixed
+    sc[F_DRAM_ACT_MULT] = act_mult
+    sc[F_AR_LATENCY] = ar_latency
+    sc[F_BATCH_MULT] = batch_mult
+    sc[F_P2P] = p2p
+    sc[F_NUM_COPY] = copies
+    sc.setflags(write=False)
+    si = np.zeros(NUM_I, dtype=np.int64)
+    si[I_T] = t
+    si[I_C] = c
+    si[I_CORES] = acc.cores
+    si[I_CYCLE_MODEL] = 1 if cycle_model else 0
+    si[I_OVERLAP] = int(ex.overlap)
+    si[I_SRAM_CHECK] = 1 if sram_check else 0
+    si[I_TF_DIVIDES] = 1 if v2 else 0
+    si[I_PER_CONFIG_TILES] = 1 if (v2 and num_set > 0) else 0
+    si[I_II_NUM_INPUT] = 1 if v2 else 0
+    si[I_FB_RULE] = 1 if fb_rule else 0
+    si[I_FB_F] = f_cap
+    si[I_FB_B] = b_min
+    si[I_NUM_INPUT_MIXED] = 1 if 0 < num_set < n else 0
+    si[I_FIXED_CONFIG] = 1 if fixed else 0
+    si.setflags(write=False)
+
+    pins = [k.config if (k.config >= 0 and not fixed) else -1 for k in kernels]
+    return Problem(
+        k_a=_i(k_a), k_b=_i(k_b), k_z=_i(k_z), k_tc=_f(k_tc), k_weight_sram=_f(k_wsram),
+        k_is_weight=_i(k_isw), k_mem=_f([k.memory_bytes for k in kernels]),
+        k_net_t=_f(k_net_t), k_net_1=_f(k_net_1), k_chan=k_chan, k_ar=_i(k_ar),
+        k_phase=_i([int(k.phase) for k in kernels]), k_pin=_i(pins),
+        k_num_input=_i([k.num_input for k in kernels]),
+        k_sram_extra=_f([k.sram_extra_bytes if v2 else 0.0 for k in kernels]),
+        e_src=_i(e_src), e_dst=_i(e_dst), e_b=_f(e_b), e_sram_b=_f(e_sram_b),
+        e_sram_depth=_i(e_sram_depth), e_net_t=_f(e_net_t), e_ar=_i(e_ar), sc=sc, si=si,
+        outer=outer, names=st.names,
+        shard_m=tuple(d[0] for d in dims), shard_k=tuple(d[1] for d in dims),
+        shard_n=tuple(d[2] for d in dims),
+        workload_flop=g.flop * layers * gb, peak_gflops=peak, num_chip=sysm.num_chip,
+        tp=grp.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers=layers, layers_per_stage=lps,
+        pipeline_factor=pf,
+    )  # fmt: skip
+

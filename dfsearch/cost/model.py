@@ -1,0 +1,235 @@
+"""Evaluate a complete decision: lower, call the jitted evaluator, wrap the numbers.
+
+``evaluate(spec, decision)`` is what reports and tests use; searches call the jitted batch
+evaluator directly through ``Evaluator``, which keeps the lowered arrays for one set of
+outer choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dfsearch.codes import Status
+from dfsearch.cost.lower import Outer, Problem, lower
+from dfsearch.cost.price import Price, price
+from dfsearch.cost.quirks import Quirks
+from dfsearch.decision import Decision
+from dfsearch.spec import Spec
+
+__all__ = ["ConfigTimes", "Evaluation", "Evaluator", "evaluate", "outer_status"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigTimes:
+    """One configuration of a mapping: its kernels and times (ns), as DFModel logs them."""
+
+    kernels: tuple[str, ...]
+    compute_ns: float
+    memory_ns: float
+    network_ns: float
+    ii_ns: float
+    sram_bytes: float
+    num_tile: int
+
+    @property
+    def bottleneck(self) -> str:
+        parts = {"compute": self.compute_ns, "memory": self.memory_ns, "network": self.network_ns}
+        return max(parts, key=parts.__getitem__) if self.ii_ns > 0 else "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Everything the model says about one decision (MODEL.md §3.9-§3.10, §4)."""
+
+    decision: Decision
+    status: Status
+    violation: float
+    final_ns: float
+    ns_per_batch: float
+    all_config_ii_ns: float
+    p2p_ns: float
+    dram_bytes: float
+    dram_bw_GBps: float
+    configs: tuple[ConfigTimes, ...]
+    par_lane: tuple[int, ...]
+    par_stage: tuple[int, ...]
+    weight_tiling: tuple[int, ...]
+    workload_flop: float
+    peak_gflops: float
+    num_chip: int
+    tp: int
+    pp: int
+    dp: int
+    num_micro_batch: int
+    layers_per_stage: int
+    pipeline_factor: float
+    price: Price
+    shard_dims: tuple[tuple[int, int, int], ...]
+
+    @property
+    def feasible(self) -> bool:
+        return self.status is Status.OK
+
+    @property
+    def final_s(self) -> float:
+        return self.final_ns / 1e9
+
+    @property
+    def utilization(self) -> float:
+        """System FLOPS utilisation (MODEL.md §3.10 item 4)."""
+        if not self.feasible or self.final_ns <= 0:
+            return 0.0
+        return self.workload_flop / self.final_s / self.num_chip / self.peak_gflops / 1e9
+
+
+def outer_status(spec: Spec, outer: Outer) -> tuple[Status, float]:
+    """Infeasibility that the outer choices alone cause (shape product, batch divisibility)."""
+    prod = 1
+    for s in outer.shape:
+        prod *= s
+    chips = spec.system.num_chip // spec.num_copy
+    if prod != chips or any(s < 1 for s in outer.shape):
+        return Status.SHAPE, float(prod - chips)
+    from dfsearch.cost.network import groups
+    from dfsearch.codes import WorkloadKind
+
+    wl = spec.workload
+    if wl.kind is WorkloadKind.LLM:
+        dp = groups(spec.system, outer.shape).dp
+        unit = outer.micro_batch_size * dp
+        if outer.micro_batch_size < 1 or wl.global_batch_size % unit != 0:
+            return Status.DIVISIBILITY, float(wl.global_batch_size % max(unit, 1))
+    elif wl.kind is WorkloadKind.DLRM and wl.global_batch_size % chips != 0:
+        return Status.DIVISIBILITY, float(wl.global_batch_size % chips)
+    return Status.OK, 0.0
+
+
+class Evaluator:
+    """The jitted evaluator bound to one lowered problem (fixed outer choices)."""
+
+    def __init__(self, problem: Problem) -> None:
+        from dfsearch.cost import evaluate as ev
+
+        self.problem = problem
+        self._ev = ev
+        self._args = problem.args()
+
+    def batch(self, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """final_ns (inf if infeasible), status and violation of every row of ``configs``."""
+        configs = np.ascontiguousarray(configs, dtype=np.int64)
+        m = configs.shape[0]
+        finals = np.empty(m)
+        statuses = np.empty(m, dtype=np.int64)
+        viol = np.empty(m)
+        self._ev.evaluate_batch(*self._args, configs, finals, statuses, viol)
+        return finals, statuses, viol
+
+    def full(
+        self, config: tuple[int, ...], par_lane: tuple[int, ...] = (), par_stage: tuple[int, ...] = ()
+    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Status, per-config array, result array, PL, PS and weight tiling of one assignment."""
+        p = self.problem
+        n, nc = p.num_kernels, p.num_config
+        cfg = np.zeros((nc, self._ev.NUM_CFG))
+        res = np.zeros(self._ev.NUM_RES)
+        pl = np.zeros(n, np.int64)
+        ps = np.zeros(n, np.int64)
+        if par_lane:
+            pl[:] = par_lane
+        if par_stage:
+            ps[:] = par_stage
+        k_pl, k_ps, k_tf = np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64)
+        st = self._ev.evaluate_one(
+            *self._args, np.asarray(config, np.int64), pl, ps, cfg, res, k_pl, k_ps, k_tf
+        )
+        return int(st), cfg, res, k_pl, k_ps, k_tf
+
+
+def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Evaluation:
+    """Evaluate one complete decision with DFModel's equations.
+
+    Raises
+    ------
+    ValueError
+        If the decision's lengths do not match the spec.
+    """
+    outer = Outer(
+        shape=decision.shape,
+        sharding=decision.sharding,
+        micro_batch_size=decision.micro_batch_size,
+        num_tile=decision.num_tile,
+        num_config=(max(decision.config) + 1) if decision.config else 1,
+    )
+    from dfsearch.cost.lower import effective_num_config
+
+    outer = Outer(
+        outer.shape, outer.sharding, outer.micro_batch_size, outer.num_tile,
+        effective_num_config(spec, outer.num_config),
+    )  # fmt: skip
+    problem = lower(spec, outer, quirks)
+    return evaluate_problem(spec, problem, decision, quirks=quirks)
+
+
+def evaluate_problem(
+    spec: Spec, problem: Problem, decision: Decision, *, quirks: Quirks = Quirks()
+) -> Evaluation:
+    """Like ``evaluate`` for an already lowered problem."""
+    from dfsearch.cost import evaluate as ev
+
+    ost, oviol = outer_status(spec, problem.outer)
+    n = problem.num_kernels
+    if ost is not Status.OK:
+        st, cfg, res = int(ost), np.zeros((problem.num_config, ev.NUM_CFG)), np.zeros(ev.NUM_RES)
+        res[ev.RES_VIOLATION] = oviol
+        k_pl = k_ps = k_tf = np.ones(n, np.int64)
+    else:
+        st, cfg, res, k_pl, k_ps, k_tf = Evaluator(problem).full(
+            decision.config, decision.par_lane, decision.par_stage
+        )
+    status = Status(st)
+    members: list[list[str]] = [[] for _ in range(problem.num_config)]
+    for name, c in zip(problem.names, decision.config):
+        if 0 <= c < problem.num_config:
+            members[c].append(name)
+    configs = tuple(
+        ConfigTimes(
+            kernels=tuple(members[c]),
+            compute_ns=float(cfg[c, ev.CFG_COMPUTE]),
+            memory_ns=float(cfg[c, ev.CFG_MEMORY]),
+            network_ns=float(cfg[c, ev.CFG_NETWORK]),
+            ii_ns=float(cfg[c, ev.CFG_II]),
+            sram_bytes=float(cfg[c, ev.CFG_SRAM]),
+            num_tile=int(cfg[c, ev.CFG_TILES]),
+        )
+        for c in range(problem.num_config)
+    )
+    feasible = status is Status.OK
+    dram_bw = float(res[ev.RES_DRAM_BW]) if feasible else spec.system.memory.dram_bw_GBps
+    return Evaluation(
+        decision=decision,
+        status=status,
+        violation=float(res[ev.RES_VIOLATION]),
+        final_ns=float(res[ev.RES_FINAL]) if feasible else float("inf"),
+        ns_per_batch=float(res[ev.RES_BATCH]) if feasible else float("inf"),
+        all_config_ii_ns=float(res[ev.RES_ALL_II]),
+        p2p_ns=float(problem.sc[10]),
+        dram_bytes=float(res[ev.RES_DRAM]),
+        dram_bw_GBps=dram_bw,
+        configs=configs,
+        par_lane=tuple(int(v) for v in k_pl),
+        par_stage=tuple(int(v) for v in k_ps),
+        weight_tiling=tuple(int(v) for v in k_tf),
+        workload_flop=problem.workload_flop,
+        peak_gflops=problem.peak_gflops,
+        num_chip=problem.num_chip,
+        tp=problem.tp,
+        pp=problem.pp,
+        dp=problem.dp,
+        num_micro_batch=problem.num_micro_batch,
+        layers_per_stage=problem.layers_per_stage,
+        pipeline_factor=problem.pipeline_factor,
+        price=price(spec, problem.outer.shape, dram_bw, quirks),
+        shard_dims=tuple(zip(problem.shard_m, problem.shard_k, problem.shard_n)),
+    )
