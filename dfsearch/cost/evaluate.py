@@ -497,3 +497,152 @@ def evaluate_batch(
         statuses[i] = st
         violations[i] = res[RES_VIOLATION]
         finals[i] = res[RES_FINAL] if st == OK else np.inf
+
+
+# --------------------------------------------------------------------------- one configuration
+SET_II, SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION, SET_HIDDEN = range(6)
+NUM_SET = 6
+
+
+@jit
+def set_cost(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+    where, dram_bw, live_cap, members, k_pl, k_ps, zero, out,
+):  # fmt: skip
+    """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
+    configurations, 0 for later ones (the DP over order ideals, DESIGN.md §4).
+
+    The same equations as ``_eval`` restricted to one configuration: set-local except the
+    SRAM read-side footprint of buffers produced by a lone weight kernel of another
+    configuration, counted untiled here (an over-estimate; ``out[SET_HIDDEN]`` = 1 when a
+    rejection might be due to it). ``live_cap`` bounds T_c * live activation bytes (DRAM).
+    Writes out[SET_II] (inf if infeasible), SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION.
+    """
+    n = k_a.shape[0]
+    ne = e_src.shape[0]
+    cnt = 0
+    tc = 0.0
+    sram = 0.0
+    net_t = 0.0
+    net_1 = 0.0
+    ch0 = 0.0
+    ch1 = 0.0
+    ch2 = 0.0
+    arc = 0
+    memk = 0.0
+    memb = 0.0
+    nset = 0
+    numin = 1
+    lone_w = -1
+    for k in range(n):
+        if where[k] == 1:
+            members[cnt] = k
+            cnt += 1
+            tc += k_tc[k]
+            sram += k_sram_extra[k]
+            net_t += k_net_t[k]
+            net_1 += k_net_1[k]
+            ch0 += k_chan[k, 0]
+            ch1 += k_chan[k, 1]
+            ch2 += k_chan[k, 2]
+            arc += k_ar[k]
+            memk += k_mem[k]
+            if k_num_input[k] > 0:
+                nset += 1
+                if k_num_input[k] > numin:
+                    numin = k_num_input[k]
+    out[SET_HIDDEN] = 0.0
+    if cnt == 1 and k_isw[members[0]] == 1:
+        lone_w = members[0]
+    div = 0.0
+    if lone_w >= 0:
+        div += k_wsram[lone_w]
+    elif cnt > 0:
+        for j in range(cnt):
+            sram += k_wsram[members[j]]
+    live = 0.0
+    hidden = 0.0
+    for e in range(ne):
+        s, d = e_src[e], e_dst[e]
+        s_in = where[s] == 1
+        d_in = where[d] == 1
+        if s_in:
+            net_t += e_net_t[e]
+            arc += e_ar[e]
+        if s_in and d_in:
+            sram += e_sram_b[e] * e_sram_depth[e]
+        elif s_in or d_in:
+            memb += e_b[e]
+            fp = 2.0 * e_sram_b[e]
+            if s_in and lone_w >= 0:
+                div += fp
+            else:
+                sram += fp
+                if d_in and k_isw[s] == 1:
+                    hidden += fp
+        if where[s] != 0 and where[d] != 2 and not (s_in and d_in):
+            live += e_b[e]
+    tcc = si[I_T]
+    if si[I_PER_CONFIG_TILES] == 1 and nset > 0:
+        tcc = 1
+    out[SET_LIVE] = live * tcc
+    out[SET_II] = np.inf
+    if si[I_NUM_INPUT_MIXED] == 1 and nset > 0 and nset < cnt:
+        out[SET_STATUS] = CONFIG
+        out[SET_VIOLATION] = 0.0
+        return
+    if si[I_SRAM_CHECK] == 1:
+        cap = sc[F_SRAM_CAP]
+        over = sram - cap
+        if over > 0.0 or (div > 0.0 and over >= 0.0):
+            out[SET_STATUS] = SRAM
+            out[SET_VIOLATION] = over + div
+            if hidden > 0.0 and over - hidden < 0.0:
+                out[SET_HIDDEN] = 1.0
+            return
+        out[SET_SRAM] = sram + (div if sram + div <= cap else cap - sram)
+    else:
+        out[SET_SRAM] = sram + div
+    if live * tcc > live_cap:
+        out[SET_STATUS] = DRAM
+        out[SET_VIOLATION] = live * tcc - live_cap
+        return
+    freq = sc[F_FREQ]
+    cores = si[I_CORES]
+    if si[I_CYCLE_MODEL] == 1:
+        if cnt > 0:
+            cyc, st = _allocate(members, 0, cnt, k_a, k_b, k_z, cores, zero, zero, k_pl, k_ps)
+            if st != OK:
+                out[SET_STATUS] = CORES
+                out[SET_VIOLATION] = cnt - cores
+                return
+            tc = tcc * cyc / freq
+        else:
+            tc = 0.0
+    else:
+        if cnt > cores:
+            out[SET_STATUS] = CORES
+            out[SET_VIOLATION] = cnt - cores
+            return
+        tc = tcc * tc
+    tm = (tcc * memb + memk) / dram_bw
+    chm = ch0
+    if ch1 > chm:
+        chm = ch1
+    if ch2 > chm:
+        chm = ch2
+    tn = tcc * net_t + net_1 + chm + sc[F_AR_LATENCY] * arc
+    overlap = si[I_OVERLAP]
+    if overlap == _PERFECT:
+        ii = max(tc, tm, tn)
+    elif overlap == _COMPUTE_MEMORY:
+        ii = max(tc, tm) + tn
+    else:
+        ii = tc + tm + tn
+    if si[I_II_NUM_INPUT] == 1:
+        ii *= numin
+    out[SET_II] = ii
+    out[SET_STATUS] = OK
+    out[SET_VIOLATION] = 0.0

@@ -31,7 +31,15 @@ from dfsearch.cost.quirks import Quirks
 from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 from dfsearch.spec import AUTO, Spec
 
-__all__ = ["Outer", "Problem", "lower", "effective_num_config", "forced_config", "fwd_bwd_bounds"]
+__all__ = [
+    "Outer",
+    "Problem",
+    "lower",
+    "shard_dims",
+    "effective_num_config",
+    "forced_config",
+    "fwd_bwd_bounds",
+]
 
 # ---- indices into Problem.sc (float scalars) --------------------------------------------
 F_FREQ = 0
@@ -172,7 +180,7 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _shard_dims(
+def shard_dims(
     spec: Spec, k_index: int, choice: Dim, tp: int, t: int, grid: tuple[int, int]
 ) -> tuple[int, int, int]:
     """(sM, sK, sN): per-chip, per-tile dimensions of one kernel (MODEL.md §3.3)."""
@@ -265,7 +273,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         batch_mult = 1.0
 
     # --- shard dimensions, buffers, weights, compute
-    dims = [_shard_dims(spec, i, sharding[i], grp.tp, t, grid) for i in range(n)]
+    dims = [shard_dims(spec, i, sharding[i], grp.tp, t, grid) for i in range(n)]
     w, h = acc.systolic_width, acc.systolic_height
     es = ex.effective_stage
     k_a, k_b, k_z, k_tc, k_wsram, k_isw = [], [], [], [], [], []

@@ -1,0 +1,196 @@
+"""Configuration assignment for fixed outer choices (DESIGN.md §4 item 3, MODEL.md C.2.4).
+
+``assign_configs(problem)`` returns the best assignment of kernels to configurations:
+
+* forced assignments (kernel-by-kernel, ``num_config`` = #kernels) need no search;
+* otherwise the exact DP over chains of order ideals (``_dp.ideal_dp``) when the graph has at
+  most 62 kernels and its ideals fit the state budget — the result is then proven optimal;
+* otherwise the DP over contiguous blocks of topological orders (``_dp.order_dp``), not proven.
+
+The FWD/BWD rule, pinned configurations and the DRAM capacity are constraints of the DP;
+tiered DRAM is handled by solving each bandwidth regime and keeping the better.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dfsearch.cost.lower import (
+    F_DRAM2_BW,
+    F_DRAM2_CAP,
+    F_DRAM_ACT_MULT,
+    F_DRAM_BW,
+    F_DRAM_CAP,
+    F_DRAM_FIXED,
+    I_FB_B,
+    I_FB_F,
+    I_FB_RULE,
+    I_FIXED_CONFIG,
+    Problem,
+)
+
+__all__ = ["Assignment", "assign_configs", "MAX_IDEAL_KERNELS"]
+
+#: bitmask states: graphs with more kernels use the contiguous-order DP
+MAX_IDEAL_KERNELS = 62
+#: states per DP level before the ideal DP gives up and the order DP takes over
+MAX_STATES = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Result of one assignment search."""
+
+    config: tuple[int, ...] | None  #: None when nothing is feasible
+    value_ns: float  #: sum of configuration IIs (inf if infeasible)
+    method: str  #: "forced", "ideal-dp" or "order-dp"
+    exhaustive: bool  #: proven optimal over all assignments for these outer choices
+    evaluations: int
+    violations: dict[str, float]  #: smallest violation seen per binding constraint
+
+
+def _allowed(problem: Problem) -> np.ndarray:
+    """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
+    n, nc = problem.num_kernels, problem.num_config
+    si = problem.si
+    out = np.ones((n, nc), dtype=np.int64)
+    for k in range(n):
+        pin = int(problem.k_pin[k])
+        if pin >= 0:
+            out[k, :] = 0
+            if pin < nc:
+                out[k, pin] = 1
+        if si[I_FB_RULE]:
+            if problem.k_phase[k] == 1:
+                out[k, int(si[I_FB_F]) + 1 :] = 0
+            elif problem.k_phase[k] == 2:
+                out[k, : int(si[I_FB_B])] = 0
+    return out
+
+
+def _topo(problem: Problem) -> np.ndarray:
+    n = problem.num_kernels
+    indeg = np.zeros(n, dtype=np.int64)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for s, d in zip(problem.e_src, problem.e_dst):
+        indeg[d] += 1
+        succ[int(s)].append(int(d))
+    ready = [k for k in range(n) if indeg[k] == 0]
+    order = []
+    while ready:
+        k = ready.pop(0)
+        order.append(k)
+        for d in succ[k]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                ready.append(d)
+    return np.asarray(order, dtype=np.int64)
+
+
+def _regimes(problem: Problem) -> list[tuple[float, float]]:
+    """(DRAM bandwidth, cap on T_c * live activation bytes) per DRAM regime."""
+    sc = problem.sc
+    fixed, mult = sc[F_DRAM_FIXED], sc[F_DRAM_ACT_MULT]
+
+    def live_cap(cap: float) -> float:
+        if cap == math.inf:
+            return math.inf
+        if fixed > cap:
+            return -1.0
+        return (cap - fixed) / mult if mult > 0 else math.inf
+
+    out = [(float(sc[F_DRAM_BW]), live_cap(sc[F_DRAM_CAP]))]
+    cap2 = sc[F_DRAM2_CAP]
+    if cap2 > 0:
+        cap1, bw1, bw2 = sc[F_DRAM_CAP], sc[F_DRAM_BW], sc[F_DRAM2_BW]
+        out.append(((cap1 * bw1 + cap2 * bw2) / (cap1 + cap2), live_cap(cap1 + cap2)))
+    return out
+
+
+def assign_configs(problem: Problem, *, max_states: int = MAX_STATES) -> Assignment:
+    """Best configuration assignment for one lowered problem (see module docstring)."""
+    from dfsearch.search import _dp
+
+    n, nc = problem.num_kernels, problem.num_config
+    if problem.si[I_FIXED_CONFIG] or nc == 1:
+        cfg = tuple(range(n)) if problem.si[I_FIXED_CONFIG] else (0,) * n
+        return _evaluate_forced(problem, cfg)
+    allowed = _allowed(problem)
+    topo = _topo(problem)
+    best: Assignment | None = None
+    total_evals = 0
+    viol: dict[str, float] = {}
+    for bw, live_cap in _regimes(problem):
+        stats = np.zeros(_dp.NUM_STATS)
+        stats[_dp.ST_VIOL_SRAM :] = np.inf
+        assign = np.full(n, -1, dtype=np.int64)
+        if live_cap < 0:
+            viol["dram"] = min(viol.get("dram", math.inf), -live_cap)
+            continue
+        value = math.inf
+        method = "ideal-dp"
+        exhaustive = False
+        if n <= MAX_IDEAL_KERNELS:
+            preds = np.zeros(n, dtype=np.int64)
+            for s, d in zip(problem.e_src, problem.e_dst):
+                preds[d] |= np.int64(1) << np.int64(s)
+            am = np.zeros(nc, dtype=np.int64)
+            for k in range(n):
+                for c in range(nc):
+                    if allowed[k, c]:
+                        am[c] |= np.int64(1) << np.int64(k)
+            must = np.zeros(nc, dtype=np.int64)
+            for c in range(nc):
+                for k in range(n):
+                    if not allowed[k, c + 1 :].any():
+                        must[c] |= np.int64(1) << np.int64(k)
+            value = _dp.ideal_dp(
+                *problem.args(), preds, topo, am, must, bw, live_cap, max_states, assign, stats
+            )
+            exhaustive = stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] == 0
+            overflow = stats[_dp.ST_OVERFLOW] > 0
+        else:
+            overflow = True
+        if overflow:
+            method = "order-dp"
+            stats2 = np.zeros(_dp.NUM_STATS)
+            stats2[_dp.ST_VIOL_SRAM :] = np.inf
+            assign2 = np.full(n, -1, dtype=np.int64)
+            value2 = _dp.order_dp(*problem.args(), topo, allowed, bw, live_cap, assign2, stats2)
+            stats[_dp.ST_EVALS] += stats2[_dp.ST_EVALS]
+            for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
+                stats[j] = min(stats[j], stats2[j])
+            if value2 < value:
+                value, assign = value2, assign2
+            exhaustive = False
+        total_evals += int(stats[_dp.ST_EVALS])
+        for name, slot in (
+            ("sram", _dp.ST_VIOL_SRAM),
+            ("dram", _dp.ST_VIOL_DRAM),
+            ("cores", _dp.ST_VIOL_CORES),
+            ("config", _dp.ST_VIOL_CONFIG),
+        ):
+            if stats[slot] < math.inf:
+                viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
+        if value < math.inf and (best is None or value < best.value_ns):
+            best = Assignment(
+                tuple(int(c) for c in assign), float(value), method, exhaustive, 0, {}
+            )
+    if best is None:
+        return Assignment(None, math.inf, "ideal-dp", True, total_evals, viol)
+    return Assignment(best.config, best.value_ns, best.method, best.exhaustive, total_evals, viol)
+
+
+def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
+    from dfsearch.cost.model import Evaluator
+
+    finals, status, viol = Evaluator(problem).batch(np.asarray([cfg], dtype=np.int64))
+    if not np.isfinite(finals[0]):
+        from dfsearch.codes import Status
+
+        return Assignment(None, math.inf, "forced", True, 1, {Status(int(status[0])).label: float(viol[0])})
+    return Assignment(cfg, float(finals[0]), "forced", True, 1, {})
+

@@ -1,0 +1,232 @@
+"""Inter-chip sharding, solved exactly (MODEL.md §2.3, Appendix C.1, decision D5).
+
+Every kernel picks which dimension is split across the TP group. The objective is DFModel's:
+all-reduce bytes of K-sharded kernels plus the re-layout bytes of every connection (raw bytes,
+§7 item 11). Ties are broken by end-to-end time (D5) through its additive part: the per-tile
+compute time of every kernel (a replicated kernel does TP times the work) plus the time of every
+collective at the ratios of the actual TP group (an all-gather of a shard is cheaper than an
+all-reduce of the same bytes), then by the bytes of the buffers kernels produce, then by
+DFModel's enum order. The pairwise cost on a DAG whose domains hold at most five values is
+minimised by variable elimination along a min-fill order: exact, and instant for the
+low-width graphs of real workloads.
+
+>>> from dfsearch.kernels.generators import llm_fwdbwd
+>>> g = llm_fwdbwd(hidden=256, num_head=4, head_dim=64, seq=128, word=2)
+>>> sol = solve_sharding(g)
+>>> sol.bytes == 4 * 256 * 128 * 2   # four all-reduces of h*s*word, no re-layout (MODEL.md §2.3)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import product
+
+from dfsearch.codes import Collective, Dim
+from dfsearch.errors import SpecError
+from dfsearch.kernels.graph import (
+    GraphStructure,
+    downstream_layout,
+    relayout,
+    sharding_choices,
+    upstream_layout,
+)
+from dfsearch.spec import Graph, Spec
+
+__all__ = ["ShardingSolution", "solve_sharding", "solve_spec_sharding", "sharding_bytes"]
+
+Cost = tuple[float, float, float]
+_ZERO: Cost = (0.0, 0.0, 0.0)
+
+
+def _add(a: Cost, b: Cost) -> Cost:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingSolution:
+    sharding: tuple[Dim, ...]
+    bytes: float  #: DFModel's inter-chip objective value
+    edge_collectives: tuple[Collective, ...]
+
+
+def _ar_bytes(k, choice: Dim) -> float:
+    return (k.output_bytes or 0.0) if choice is Dim.K else 0.0
+
+
+#: secondary costs: (kernel index, choice) -> (time, bytes); (edge, src choice, collective) -> time
+UnaryTime = Callable[[int, Dim], tuple[float, float]]
+EdgeTime = Callable[[int, Dim, Collective], float]
+
+
+def _default_unary(graph: Graph) -> UnaryTime:
+    def f(i: int, choice: Dim) -> tuple[float, float]:
+        k = graph.kernels[i]
+        rep = choice is Dim.NO
+        return (k.flop if rep else 0.0, (k.output_bytes or 0.0) if rep else 0.0)
+
+    return f
+
+
+def sharding_bytes(graph: Graph, sharding: tuple[Dim, ...]) -> float:
+    """DFModel's inter-chip objective of a complete sharding."""
+    st = GraphStructure.of(graph)
+    total = sum(_ar_bytes(k, s) for k, s in zip(graph.kernels, sharding))
+    for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        up = upstream_layout(sharding[a])
+        down = downstream_layout(graph.kernels[b], st.operand[e], sharding[b])
+        if relayout(up, down) is not Collective.NONE:
+            total += st.tensor_bytes[e]
+    return total
+
+
+def solve_sharding(
+    graph: Graph, unary_time: UnaryTime | None = None, edge_time: EdgeTime | None = None
+) -> ShardingSolution:
+    """The exact byte-minimal sharding; ties broken by ``unary_time``/``edge_time`` (D5).
+
+    Without callbacks the tie-break prefers the least replicated FLOP.
+
+    Raises
+    ------
+    SpecError
+        If a kernel has no legal choice (e.g. NO_TILING on an LLM kernel).
+    """
+    kernels = graph.kernels
+    st = GraphStructure.of(graph)
+    n = len(kernels)
+    domains: list[tuple[Dim, ...]] = []
+    for i, k in enumerate(kernels):
+        try:
+            dom = sharding_choices(k)
+        except ValueError as exc:  # pragma: no cover - validation catches this first
+            raise SpecError(f'graph.kernels[{i}] ("{k.name}"): {exc}') from None
+        if not dom:
+            raise SpecError(
+                f'graph.kernels[{i}] ("{k.name}") has no legal sharding choice '
+                f"(tiling {k.tiling.label}, dims outer={k.outer} m={k.m} k={k.k} n={k.n})."
+            )
+        domains.append(dom)
+
+    # factors: scope (sorted var tuple) -> table {assignment tuple: cost}
+    factors: list[tuple[tuple[int, ...], dict[tuple[int, ...], Cost]]] = []
+    unary = unary_time or _default_unary(graph)
+    for i, k in enumerate(kernels):
+        table = {}
+        for a, d in enumerate(domains[i]):
+            t, b = unary(i, d)
+            table[(a,)] = (_ar_bytes(k, d), t, b)
+        factors.append(((i,), table))
+    for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        size = st.tensor_bytes[e]
+        table: dict[tuple[int, ...], Cost] = {}
+        for ia, da in enumerate(domains[a]):
+            for ib, db in enumerate(domains[b]):
+                coll = relayout(upstream_layout(da), downstream_layout(kernels[b], st.operand[e], db))
+                c = size if coll is not Collective.NONE else 0.0
+                t = edge_time(e, da, coll) if (edge_time and c) else 0.0
+                if a == b:
+                    continue
+                key = (ia, ib) if a < b else (ib, ia)
+                table[key] = _add(table.get(key, _ZERO), (c, t, 0.0))
+        if a != b:
+            factors.append(((min(a, b), max(a, b)), table))
+
+    order = _min_fill_order(n, [f[0] for f in factors])
+    # eliminate variables one by one, remembering argmin tables for back-substitution
+    trace: list[tuple[int, tuple[int, ...], dict[tuple[int, ...], int]]] = []
+    for v in order:
+        mine = [f for f in factors if v in f[0]]
+        factors = [f for f in factors if v not in f[0]]
+        scope = tuple(sorted({u for s, _ in mine for u in s if u != v}))
+        new: dict[tuple[int, ...], Cost] = {}
+        arg: dict[tuple[int, ...], int] = {}
+        for assign in product(*(range(len(domains[u])) for u in scope)):
+            env = dict(zip(scope, assign))
+            best: Cost | None = None
+            best_x = 0
+            for x in range(len(domains[v])):
+                env[v] = x
+                c = _ZERO
+                for s, t in mine:
+                    c = _add(c, t[tuple(env[u] for u in s)])
+                if best is None or c < best:
+                    best, best_x = c, x
+            new[assign] = best if best is not None else _ZERO
+            arg[assign] = best_x
+        factors.append((scope, new))
+        trace.append((v, scope, arg))
+    choice = [0] * n
+    for v, scope, arg in reversed(trace):
+        choice[v] = arg[tuple(choice[u] for u in scope)]
+    sharding = tuple(domains[i][choice[i]] for i in range(n))
+    colls = []
+    for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        up = upstream_layout(sharding[a])
+        colls.append(relayout(up, downstream_layout(kernels[b], st.operand[e], sharding[b])))
+    return ShardingSolution(sharding, sharding_bytes(graph, sharding), tuple(colls))
+
+
+def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
+    """Greedy min-fill elimination order of the interaction graph (ties: min degree, index)."""
+    adj: list[set[int]] = [set() for _ in range(n)]
+    for s in scopes:
+        for a in s:
+            for b in s:
+                if a != b:
+                    adj[a].add(b)
+    left = set(range(n))
+    order = []
+    while left:
+
+        def fill(v: int) -> tuple[int, int, int]:
+            nb = list(adj[v] & left)
+            missing = sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
+            return (missing, len(nb), v)
+
+        v = min(left, key=fill)
+        nb = adj[v] & left
+        for a in nb:
+            adj[a] |= nb - {a}
+        left.remove(v)
+        order.append(v)
+    return order
+
+
+def solve_spec_sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> ShardingSolution:
+    """Sharding of an LLM spec for one shape and tile count: pinned choices kept, the rest
+    byte-minimal with ties broken by per-tile compute + collective time at this TP degree."""
+    from dfsearch.cost import network
+    from dfsearch.cost.lower import shard_dims
+    from dfsearch.cost.quirks import Quirks
+
+    sysm, ex = spec.system, spec.execution
+    grp = network.groups(sysm, shape)
+    r = network.llm_ratios(
+        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=Quirks()
+    )
+    peak = sysm.accelerator.peak_gflops
+    rate = (ex.compute_util or 1.0) * peak
+    word = ex.word_bytes
+    kernels = spec.graph.kernels
+
+    def dims(i: int, d: Dim) -> tuple[int, int, int]:
+        return shard_dims(spec, i, d, grp.tp, num_tile, (1, 1))
+
+    def unary(i: int, d: Dim) -> tuple[float, float]:
+        sm, sk, sn = dims(i, d)
+        k = kernels[i]
+        flop = float(sm) * sn * (1 if k.type.name == "SIMD" else 2 * sk)
+        t = flop / rate
+        if d is Dim.K and k.communication is Collective.NONE:
+            t += r.all_reduce * sm * sn * word
+        return t, float(sm) * sn * word
+
+    def edge(e: int, d: Dim, coll: Collective) -> float:
+        src = spec.graph.index()[spec.graph.connections[e].src]
+        sm, _, sn = dims(src, d)
+        ratio = r.all_gather if coll is Collective.ALL_GATHER else r.all_to_all
+        return ratio * sm * sn * word
+
+    return solve_sharding(spec.graph, unary, edge)
