@@ -1,0 +1,124 @@
+"""Outer choices: network shapes, micro-batch size, tile counts, configuration counts
+(MODEL.md C.2), and a lower bound of the objective for one set of outer choices.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+from dfsearch.codes import WorkloadKind
+from dfsearch.cost.lower import (
+    F_AR_LATENCY,
+    F_BATCH_MULT,
+    F_DRAM_BW,
+    F_DRAM2_BW,
+    F_DRAM2_CAP,
+    F_FREQ,
+    F_NUM_COPY,
+    F_P2P,
+    I_CORES,
+    I_CYCLE_MODEL,
+    I_OVERLAP,
+    I_PER_CONFIG_TILES,
+    I_T,
+    Problem,
+)
+from dfsearch.spec import AUTO, Spec
+
+__all__ = ["shapes", "tile_counts", "config_counts", "micro_batch_size", "lower_bound_ns"]
+
+
+def _factorizations(n: int, k: int) -> list[tuple[int, ...]]:
+    """Ordered factorizations of n into k positive factors."""
+    if k == 0:
+        return [()] if n == 1 else []
+    if k == 1:
+        return [(n,)]
+    out = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out.extend((d,) + rest for rest in _factorizations(n // d, k - 1))
+    return out
+
+
+def shapes(spec: Spec) -> list[tuple[int, ...]]:
+    """Every network shape consistent with the fixed sizes (LLM: free sizes searched; a 1D
+    LLM network always spans every chip, MODEL.md §3.2)."""
+    net = spec.system.network
+    chips = spec.system.num_chip // spec.num_copy
+    if spec.workload.kind is WorkloadKind.LLM and len(net) == 1:
+        return [(chips,)]
+    fixed = [d.size for d in net]
+    prod = math.prod(s for s in fixed if s > 0)
+    free = [i for i, s in enumerate(fixed) if s == 0]
+    if chips % prod:
+        return []
+    out = []
+    for f in _factorizations(chips // prod, len(free)):
+        shape = list(fixed)
+        for i, v in zip(free, f):
+            shape[i] = v
+        out.append(tuple(shape))
+    return out
+
+
+def tile_counts(spec: Spec) -> list[int]:
+    """Candidate tile counts T: 1 for non-LLM; ceil(seq/tile_size) when the tile size is
+    fixed; otherwise every divisor of seq_len (C.2 item 3), ascending."""
+    wl = spec.workload
+    if wl.kind is not WorkloadKind.LLM:
+        return [1]
+    if wl.tile_size > 0:
+        return [-(-wl.seq_len // wl.tile_size)]
+    s = wl.seq_len
+    return [d for d in range(1, s + 1) if s % d == 0]
+
+
+def config_counts(spec: Spec) -> list[int]:
+    """Configuration counts to try: the spec's, or 1..min(n, 12) and n for ``auto``."""
+    n = len(spec.graph.kernels)
+    if spec.execution.num_config != AUTO:
+        return [spec.execution.num_config]
+    return sorted(set(range(1, min(n, 12) + 1)) | {n})
+
+
+def micro_batch_size(spec: Spec) -> int:
+    """The micro-batch size: the spec's, or 1 (optimal whenever it divides, §7 item 34)."""
+    wl = spec.workload
+    if wl.kind is WorkloadKind.LLM and wl.micro_batch_size > 0:
+        return wl.micro_batch_size
+    return 1
+
+
+def lower_bound_ns(problem: Problem) -> float:
+    """A lower bound of final_ns over every configuration assignment of ``problem``.
+
+    Sum over configurations of II(c) >= the total compute (FLOP model: exact sum; cycle
+    model: total work / cores), >= the total network time (assignment-independent kernel
+    and edge terms; all-to-all channels via max of sums) and >= the explicit memory traffic.
+    """
+    sc, si = problem.sc, problem.si
+    t = 1 if si[I_PER_CONFIG_TILES] else int(si[I_T])
+    if si[I_CYCLE_MODEL]:
+        work = problem.k_a.astype(float) * problem.k_b * problem.k_z
+        comp = t * float(work.sum()) / si[I_CORES] / sc[F_FREQ]
+    else:
+        comp = t * float(problem.k_tc.sum())
+    net = t * float(problem.k_net_t.sum() + problem.e_net_t.sum()) + float(problem.k_net_1.sum())
+    net += float(problem.k_chan.sum(axis=0).max()) if problem.k_chan.size else 0.0
+    net += sc[F_AR_LATENCY] * float(problem.k_ar.sum() + problem.e_ar.sum())
+    bw = sc[F_DRAM_BW]
+    if sc[F_DRAM2_CAP] > 0:
+        bw = max(bw, sc[F_DRAM2_BW])
+    mem = float(problem.k_mem.sum()) / bw
+    overlap = int(si[I_OVERLAP])
+    if overlap == 1:
+        ii = max(comp, net, mem)
+    elif overlap == 2:
+        ii = max(comp, mem) + net
+    else:
+        ii = comp + net + mem
+    return (ii * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]
+
+
