@@ -1,0 +1,211 @@
+"""Mapping files: a decision written down, for ``dfsearch eval --mapping FILE``.
+
+A mapping file is TOML or JSON (the JSON that ``dfsearch run --json`` writes is one) with:
+
+``shape``            list of network dimension sizes (may be omitted when every size is fixed)
+``micro_batch_size`` integer (default: the spec's, else 1)
+``num_tile``         integer T (default: from ``workload.tile_size``, else required for LLMs)
+``config``           table kernel name -> configuration index (may be omitted when forced)
+``sharding``         table kernel name -> outer|m|k|n|none (omitted kernels: solved exactly)
+``cores``            optional table kernel name -> {par_lane, par_stage} (cycle model)
+Other keys (e.g. the results in a ``run --json`` file) are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dfsearch.codes import Dim, WorkloadKind
+from dfsearch.decision import Decision
+from dfsearch.errors import Issue, SpecError
+from dfsearch.spec import Spec
+
+__all__ = ["load_mapping", "decision_to_mapping", "mapping_to_toml"]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read mapping file: {exc.strerror}", file=str(path)) from None
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"invalid JSON: {exc}", file=str(path)) from None
+    else:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError(f"invalid TOML: {exc}", file=str(path)) from None
+    if "mapping" in data and isinstance(data["mapping"], dict):
+        data = data["mapping"]
+    return data
+
+
+def load_mapping(path: str | Path, spec: Spec) -> Decision:
+    """Read a mapping file into a Decision for ``spec``.
+
+    Raises
+    ------
+    SpecError
+        For unreadable files, unknown kernel names, wrong types or values.
+    """
+    from dfsearch.cost.lower import effective_num_config, forced_config
+    from dfsearch.search import outer as outer_mod
+
+    path = Path(path)
+    data = _read(path)
+    issues: list[Issue] = []
+    kernels = spec.graph.kernels
+    names = [k.name for k in kernels]
+    index = {n: i for i, n in enumerate(names)}
+
+    def int_field(key: str, default: int | None) -> int | None:
+        v = data.get(key, default)
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            issues.append(Issue(key, f"must be an integer >= 1. Got {v!r} instead."))
+            return default
+        return v
+
+    shapes = outer_mod.shapes(spec)
+    shape = data.get("shape")
+    if shape is None:
+        if len(shapes) == 1:
+            shape = shapes[0]
+        else:
+            issues.append(Issue("shape", "is required: the spec leaves network sizes free."))
+            shape = shapes[0] if shapes else (1,)
+    elif not (isinstance(shape, list) and all(isinstance(s, int) and s > 0 for s in shape)):
+        issues.append(Issue("shape", f"must be a list of positive integers. Got {shape!r} instead."))
+        shape = shapes[0] if shapes else (1,)
+    elif len(shape) != len(spec.system.network):
+        issues.append(
+            Issue("shape", f"must have {len(spec.system.network)} entries. Got {len(shape)} instead.")
+        )
+    mbs = int_field("micro_batch_size", outer_mod.micro_batch_size(spec))
+    tiles = outer_mod.tile_counts(spec)
+    t_default = tiles[0] if len(tiles) == 1 else None
+    t = int_field("num_tile", t_default)
+    if t is None:
+        issues.append(Issue("num_tile", "is required: the spec leaves the tile size free."))
+        t = 1
+
+    cfg_table = data.get("config", {})
+    if not isinstance(cfg_table, dict):
+        issues.append(Issue("config", "must be a table of kernel name -> configuration index."))
+        cfg_table = {}
+    for name in cfg_table:
+        if name not in index:
+            issues.append(Issue(f"config.{name}", "is not a kernel of the graph."))
+    c_eff = effective_num_config(spec, (max(cfg_table.values(), default=0) + 1) if cfg_table else None)
+    if forced_config(spec, c_eff) and not cfg_table:
+        config = tuple(range(len(kernels)))
+    else:
+        config_l = []
+        for i, k in enumerate(kernels):
+            v = cfg_table.get(k.name)
+            if v is None and k.config >= 0:
+                v = k.config
+            if v is None:
+                issues.append(Issue(f"config.{k.name}", "is missing (every kernel needs one)."))
+                v = 0
+            elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                issues.append(Issue(f"config.{k.name}", f"must be an integer >= 0. Got {v!r} instead."))
+                v = 0
+            config_l.append(v)
+        config = tuple(config_l)
+
+    sh_table = data.get("sharding", {})
+    if not isinstance(sh_table, dict):
+        issues.append(Issue("sharding", "must be a table of kernel name -> sharding."))
+        sh_table = {}
+    pinned: dict[int, Dim] = {}
+    for name, v in sh_table.items():
+        if name not in index:
+            issues.append(Issue(f"sharding.{name}", "is not a kernel of the graph."))
+            continue
+        try:
+            pinned[index[name]] = Dim.from_label(v)  # type: ignore[assignment]
+        except (KeyError, TypeError):
+            allowed = ", ".join(repr(x) for x in Dim.labels())
+            issues.append(Issue(f"sharding.{name}", f"must be one of {allowed}. Got {v!r} instead."))
+    cores = data.get("cores", {})
+    pl = [0] * len(kernels)
+    ps = [0] * len(kernels)
+    if isinstance(cores, dict):
+        for name, v in cores.items():
+            if name not in index:
+                issues.append(Issue(f"cores.{name}", "is not a kernel of the graph."))
+                continue
+            if isinstance(v, dict) and isinstance(v.get("par_lane"), int) and isinstance(v.get("par_stage"), int):
+                pl[index[name]], ps[index[name]] = v["par_lane"], v["par_stage"]
+            else:
+                issues.append(Issue(f"cores.{name}", "must be {par_lane = int, par_stage = int}."))
+    if issues:
+        raise SpecError(issues, file=str(path))
+    sharding = _complete_sharding(spec, tuple(shape), t, pinned)
+    return Decision(
+        shape=tuple(shape),
+        sharding=sharding,
+        micro_batch_size=mbs or 1,
+        num_tile=t,
+        config=config,
+        par_lane=tuple(pl) if any(pl) else (),
+        par_stage=tuple(ps) if any(ps) else (),
+    )
+
+
+def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[int, Dim]) -> tuple[Dim, ...]:
+    from dataclasses import replace
+
+    kernels = spec.graph.kernels
+    if spec.workload.kind is not WorkloadKind.LLM or spec.execution.skip_inter_chip_optimization:
+        return tuple(Dim.NO for _ in kernels)
+    if all(i in pinned or k.sharding is not None for i, k in enumerate(kernels)):
+        return tuple(pinned.get(i, k.sharding) for i, k in enumerate(kernels))  # type: ignore[misc]
+    from dfsearch.search.sharding import solve_spec_sharding
+
+    ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k for i, k in enumerate(kernels))
+    pinned_spec = replace(spec, graph=replace(spec.graph, kernels=ks))
+    return solve_spec_sharding(pinned_spec, shape, t).sharding
+
+
+def decision_to_mapping(spec: Spec, d: Decision) -> dict[str, Any]:
+    """The mapping-file object of a decision (inverse of ``load_mapping``)."""
+    names = [k.name for k in spec.graph.kernels]
+    out: dict[str, Any] = {
+        "shape": list(d.shape),
+        "micro_batch_size": d.micro_batch_size,
+        "num_tile": d.num_tile,
+        "config": dict(zip(names, d.config)),
+        "sharding": {n: s.label for n, s in zip(names, d.sharding)},
+    }
+    return out
+
+
+def _key(name: str) -> str:
+    bare = name.replace("_", "").replace("-", "").isalnum() and name.isascii()
+    return name if bare else json.dumps(name)
+
+
+def mapping_to_toml(m: dict[str, Any]) -> str:
+    """A mapping object as a commented TOML mapping file."""
+    lines = [
+        "# dfsearch mapping file: evaluate with `dfsearch eval SPEC --mapping THIS_FILE`",
+        f"shape = {json.dumps(m['shape'])}",
+        f"micro_batch_size = {m['micro_batch_size']}",
+        f"num_tile = {m['num_tile']}",
+        "",
+        "[config]  # kernel -> configuration index",
+    ]
+    lines += [f"{_key(k)} = {v}" for k, v in m["config"].items()]
+    lines += ["", "[sharding]  # kernel -> dimension split across the TP group"]
+    lines += [f"{_key(k)} = {json.dumps(v)}" for k, v in m["sharding"].items()]
+    return "\n".join(lines) + "\n"

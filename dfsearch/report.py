@@ -1,0 +1,146 @@
+"""Plain-text rendering of specs, evaluations and run results (no colours, stable output)."""
+
+from __future__ import annotations
+
+from dfsearch.codes import WorkloadKind
+from dfsearch.cost.model import Evaluation
+from dfsearch.result import RunResult
+from dfsearch.spec import Graph, Spec
+
+__all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run"]
+
+
+def format_seconds(ns: float) -> str:
+    """A time in ns as a readable string with its unit."""
+    if ns != ns or ns == float("inf"):
+        return "inf"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.4g} {unit}"
+    return f"{ns:.4g} ns"
+
+
+def _si(x: float, unit: str) -> str:
+    for prefix, scale in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {prefix}{unit}"
+    return f"{x:.4g} {unit}"
+
+
+def describe_graph(graph: Graph) -> list[str]:
+    n_sys = sum(1 for k in graph.kernels if k.type.name == "SYSTOLIC")
+    weights = sum((k.weight_bytes or 0.0) for k in graph.kernels)
+    return [
+        f"graph     {len(graph.kernels)} kernels ({n_sys} systolic, "
+        f"{len(graph.kernels) - n_sys} SIMD), {len(graph.connections)} connections"
+        + (", training (has BWD kernels)" if graph.is_training else ""),
+        f"          {graph.flop:.10g} FLOP per graph execution, {_si(weights, 'B')} of weights",
+    ]
+
+
+def describe_spec(spec: Spec) -> list[str]:
+    s, a, ex, wl = spec.system, spec.system.accelerator, spec.execution, spec.workload
+    net = " x ".join(
+        f"{d.topology.label}"
+        + (f"[{d.size}]" if d.size else "[free]")
+        + (f" {d.parallelism.label.upper()}" if d.parallelism.value else "")
+        + f" @{d.link_bw_GBps:g} GB/s"
+        for d in s.network
+    )
+    lines = [f"workload  {wl.kind.label.upper()}: " + _workload_text(spec)]
+    lines += describe_graph(spec.graph)
+    lines += [
+        f"system    {s.num_chip} chips x {_si(a.peak_gflops * 1e9, 'FLOP/s')} "
+        f"({a.cores} cores of {a.systolic_width}x{a.systolic_height} at {a.freq_GHz:.4g} GHz, "
+        f"SRAM {_si(a.sram_bytes, 'B')})",
+        f"          DRAM {s.memory.dram_bw_GBps:g} GB/s, "
+        + (f"{_si(s.memory.dram_bytes, 'B')}" if s.memory.dram_bytes else "unlimited"),
+        f"network   {s.variant or '?'}: {net}",
+        f"execution {ex.style.label}, num_config "
+        + ("auto" if ex.num_config < 0 else str(ex.num_config or "one per kernel"))
+        + f", overlap {ex.overlap.label}, "
+        + (f"compute_util {ex.compute_util:.4g}" if ex.compute_util else "cycle model")
+        + f", word {ex.word_bytes} B, equations {ex.equations.label}",
+    ]
+    return lines
+
+
+def _workload_text(spec: Spec) -> str:
+    wl = spec.workload
+    if wl.kind is WorkloadKind.LLM:
+        return (
+            f"hidden {wl.hidden_dim}, {wl.num_head} heads x {wl.head_dim}, seq {wl.seq_len}, "
+            f"{wl.num_layer} layers, global batch {wl.global_batch_size}"
+        )
+    if wl.kind is WorkloadKind.DLRM:
+        return (
+            f"{wl.num_table} tables x {wl.row} rows x {wl.emb_dim}, "
+            f"global batch {wl.global_batch_size}, {wl.num_copy} copies"
+        )
+    if wl.kind is WorkloadKind.HPL:
+        return f"n {wl.n}, block {wl.b}, {wl.num_copy} copies"
+    return f"length {wl.length}, {wl.num_copy} copies"
+
+
+def _names(kernels: tuple[str, ...], width: int = 44) -> str:
+    text = ", ".join(kernels)
+    if len(text) <= width:
+        return text
+    return text[: width - 12].rsplit(",", 1)[0] + f", ... ({len(kernels)})"
+
+
+def format_evaluation(ev: Evaluation) -> list[str]:
+    d = ev.decision
+    lines = [
+        f"mapping   shape {' x '.join(map(str, d.shape))}: TP {ev.tp}, PP {ev.pp}, DP {ev.dp}; "
+        f"micro-batch {d.micro_batch_size} ({ev.num_micro_batch} per pipeline), "
+        f"tiles {d.num_tile}",
+    ]
+    if not ev.feasible:
+        lines.append(f"status    INFEASIBLE: {ev.status.message} (by {ev.violation:.6g})")
+        return lines
+    lines.append("")
+    head = f"  {'cfg':>3}  {'kernels':<44} {'compute':>10} {'memory':>10} {'network':>10} {'II':>10}  bound"
+    lines.append(head)
+    for i, c in enumerate(ev.configs):
+        if not c.kernels:
+            continue
+        lines.append(
+            f"  {i:>3}  {_names(c.kernels):<44} {format_seconds(c.compute_ns):>10} "
+            f"{format_seconds(c.memory_ns):>10} {format_seconds(c.network_ns):>10} "
+            f"{format_seconds(c.ii_ns):>10}  {c.bottleneck}"
+        )
+    lines += [
+        "",
+        f"time      {ev.final_s:.10g} s per global batch (final_s); "
+        f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p {format_seconds(ev.p2p_ns)}, "
+        f"pipeline factor {ev.pipeline_factor:.6g}",
+        f"util      {ev.utilization:.6%} of {ev.num_chip} x {_si(ev.peak_gflops * 1e9, 'FLOP/s')} "
+        f"({ev.workload_flop:.6g} FLOP)",
+        f"cost      ${ev.price.system_cost:,.2f}  (chips {ev.price.chip_cost:,.0f}, "
+        f"DRAM {ev.price.dram_cost:,.0f}, links {ev.price.link_cost:,.0f}, "
+        f"switches {ev.price.switch_cost:,.0f})",
+        f"power     {ev.price.system_power:,.2f} W",
+        f"memory    DRAM {_si(ev.dram_bytes, 'B')} per chip at {ev.dram_bw_GBps:g} GB/s",
+    ]
+    return lines
+
+
+def format_run(result: RunResult, *, title: str = "") -> str:
+    s = result.search
+    if s.optimal:
+        verdict = "proven optimal"
+    elif s.lower_bound_s is not None:
+        gap = result.evaluation.final_s / s.lower_bound_s - 1 if s.lower_bound_s > 0 else float("inf")
+        verdict = f"not proven optimal; lower bound {s.lower_bound_s:.6g} s (gap <= {gap:.3%})"
+    else:
+        verdict = "not proven optimal; no bound (search stopped early)"
+    lines = [title] if title else []
+    lines += describe_spec(result.spec)
+    lines += format_evaluation(result.evaluation)
+    lines += [
+        f"search    {s.method}: {s.candidates_done}/{s.candidates} outer choices, "
+        f"{s.evaluations} evaluations, {s.seconds:.3g} s, seed {s.seed} - {verdict}",
+    ]
+    lines += [f"note      {n}" for n in s.notes]
+    return "\n".join(lines)
