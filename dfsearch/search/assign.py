@@ -5,7 +5,8 @@
 * forced assignments (kernel-by-kernel, ``num_config`` = #kernels) need no search;
 * otherwise the exact DP over chains of order ideals (``_dp.ideal_dp``) when the graph has at
   most 62 kernels and its ideals fit the state budget — the result is then proven optimal;
-* otherwise the DP over contiguous blocks of topological orders (``_dp.order_dp``), not proven.
+* otherwise the DP over contiguous blocks of topological orders (``_dp.order_dp``), improved by
+  simulated annealing over the orders with precedence-preserving moves; not proven optimal.
 
 The FWD/BWD rule, pinned configurations and the DRAM capacity are constraints of the DP;
 tiered DRAM is handled by solving each bandwidth regime and keeping the better.
@@ -72,21 +73,30 @@ def _allowed(problem: Problem) -> np.ndarray:
 
 
 def _topo(problem: Problem) -> np.ndarray:
+    """A topological order that keeps the file order where it can and puts forward kernels
+    before backward ones (so that contiguous blocks can respect the FWD/BWD rule)."""
+    import heapq
+
     n = problem.num_kernels
     indeg = np.zeros(n, dtype=np.int64)
     succ: list[list[int]] = [[] for _ in range(n)]
     for s, d in zip(problem.e_src, problem.e_dst):
         indeg[d] += 1
         succ[int(s)].append(int(d))
-    ready = [k for k in range(n) if indeg[k] == 0]
+
+    def key(k: int) -> tuple[int, int]:
+        return (1 if problem.k_phase[k] == 2 else 0, k)
+
+    ready = [key(k) for k in range(n) if indeg[k] == 0]
+    heapq.heapify(ready)
     order = []
     while ready:
-        k = ready.pop(0)
+        _, k = heapq.heappop(ready)
         order.append(k)
         for d in succ[k]:
             indeg[d] -= 1
             if indeg[d] == 0:
-                ready.append(d)
+                heapq.heappush(ready, key(d))
     return np.asarray(order, dtype=np.int64)
 
 
@@ -110,9 +120,27 @@ def _regimes(problem: Problem) -> list[tuple[float, float]]:
     return out
 
 
-def assign_configs(problem: Problem, *, max_states: int = MAX_STATES) -> Assignment:
-    """Best configuration assignment for one lowered problem (see module docstring)."""
+METHODS = ("auto", "ideal-dp", "order-dp", "anneal")
+
+
+def assign_configs(
+    problem: Problem,
+    *,
+    method: str = "auto",
+    max_states: int = MAX_STATES,
+    seed: int = 0,
+    anneal_iterations: int = 200,
+) -> Assignment:
+    """Best configuration assignment for one lowered problem (see module docstring).
+
+    ``method``: "auto" (ideal DP, falling back to order DP + annealing), "ideal-dp",
+    "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
+    simulated annealing over topological orders, seeded).
+    """
     from dfsearch.search import _dp
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}. Got {method!r} instead.")
 
     n, nc = problem.num_kernels, problem.num_config
     if problem.si[I_FIXED_CONFIG] or nc == 1:
@@ -131,9 +159,8 @@ def assign_configs(problem: Problem, *, max_states: int = MAX_STATES) -> Assignm
             viol["dram"] = min(viol.get("dram", math.inf), -live_cap)
             continue
         value = math.inf
-        method = "ideal-dp"
         exhaustive = False
-        if n <= MAX_IDEAL_KERNELS:
+        if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
             preds = np.zeros(n, dtype=np.int64)
             for s, d in zip(problem.e_src, problem.e_dst):
                 preds[d] |= np.int64(1) << np.int64(s)
@@ -151,21 +178,25 @@ def assign_configs(problem: Problem, *, max_states: int = MAX_STATES) -> Assignm
                 *problem.args(), preds, topo, am, must, bw, live_cap, max_states, assign, stats
             )
             exhaustive = stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] == 0
-            overflow = stats[_dp.ST_OVERFLOW] > 0
+            overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
         else:
             overflow = True
         if overflow:
-            method = "order-dp"
-            stats2 = np.zeros(_dp.NUM_STATS)
-            stats2[_dp.ST_VIOL_SRAM :] = np.inf
-            assign2 = np.full(n, -1, dtype=np.int64)
-            value2 = _dp.order_dp(*problem.args(), topo, allowed, bw, live_cap, assign2, stats2)
-            stats[_dp.ST_EVALS] += stats2[_dp.ST_EVALS]
-            for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
-                stats[j] = min(stats[j], stats2[j])
+            used = "order-dp"
+            value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats)
+            if method in ("auto", "anneal") and anneal_iterations > 0:
+                used = "anneal"
+                value3, assign3 = _anneal(
+                    problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations
+                )
+                if value3 < value2:
+                    value2, assign2 = value3, assign3
             if value2 < value:
                 value, assign = value2, assign2
+            method_used = used
             exhaustive = False
+        else:
+            method_used = "ideal-dp"
         total_evals += int(stats[_dp.ST_EVALS])
         for name, slot in (
             ("sram", _dp.ST_VIOL_SRAM),
@@ -177,10 +208,10 @@ def assign_configs(problem: Problem, *, max_states: int = MAX_STATES) -> Assignm
                 viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
         if value < math.inf and (best is None or value < best.value_ns):
             best = Assignment(
-                tuple(int(c) for c in assign), float(value), method, exhaustive, 0, {}
+                tuple(int(c) for c in assign), float(value), method_used, exhaustive, 0, {}
             )
     if best is None:
-        return Assignment(None, math.inf, "ideal-dp", True, total_evals, viol)
+        return Assignment(None, math.inf, method, True, total_evals, viol)
     return Assignment(best.config, best.value_ns, best.method, best.exhaustive, total_evals, viol)
 
 
@@ -194,3 +225,63 @@ def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
         return Assignment(None, math.inf, "forced", True, 1, {Status(int(status[0])).label: float(viol[0])})
     return Assignment(cfg, float(finals[0]), "forced", True, 1, {})
 
+
+
+def _order(problem, order, allowed, bw, live_cap, stats):
+    from dfsearch.search import _dp
+
+    st = np.zeros(_dp.NUM_STATS)
+    st[_dp.ST_VIOL_SRAM :] = np.inf
+    assign = np.full(problem.num_kernels, -1, dtype=np.int64)
+    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, assign, st)
+    stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
+    for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
+        stats[j] = min(stats[j], st[j])
+    return float(value), assign
+
+
+def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations):
+    """Simulated annealing over topological orders; each order scored by the order DP.
+
+    Move: shift one kernel to another position inside the window its predecessors and
+    successors leave it (precedence-preserving). Metropolis acceptance on the relative
+    change, geometric cooling; seeded, so deterministic."""
+    n = problem.num_kernels
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for s_, d_ in zip(problem.e_src, problem.e_dst):
+        preds[int(d_)].append(int(s_))
+        succs[int(s_)].append(int(d_))
+    rng = np.random.default_rng(seed)
+    order = [int(k) for k in topo]
+    cur_value, best_value = start_value, start_value
+    best_assign = None
+    temp = 0.02
+    for _ in range(iterations):
+        pos = {k: i for i, k in enumerate(order)}
+        k = order[int(rng.integers(n))]
+        lo = max((pos[p] for p in preds[k]), default=-1) + 1
+        hi = min((pos[q] for q in succs[k]), default=n) - 1
+        if hi <= lo:
+            continue
+        target = int(rng.integers(lo, hi + 1))
+        if target == pos[k]:
+            continue
+        cand = order[:]
+        cand.pop(pos[k])
+        cand.insert(target, k)
+        value, assign = _order(problem, np.asarray(cand, dtype=np.int64), allowed, bw, live_cap, stats)
+        if value < best_value:
+            best_value, best_assign = value, assign
+        if value < cur_value or (
+            math.isfinite(value)
+            and math.isfinite(cur_value)
+            and rng.random() < math.exp(-(value / cur_value - 1.0) / temp)
+        ):
+            order, cur_value = cand, value
+        elif not math.isfinite(cur_value) and math.isfinite(value):
+            order, cur_value = cand, value
+        temp *= 0.98
+    if best_assign is None:
+        return math.inf, None
+    return best_value, best_assign

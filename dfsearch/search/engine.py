@@ -110,7 +110,8 @@ def search(
             return lb  # cannot beat the incumbent: solved by its bound
         a = assign_configs(problem)
         evals += a.evaluations
-        methods.add(a.method)
+        if a.config is not None:
+            methods.add(a.method)
         for k, v in a.violations.items():
             violations[k] = min(violations.get(k, math.inf), v)
         if not a.exhaustive:
