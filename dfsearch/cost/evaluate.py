@@ -509,7 +509,7 @@ def set_cost(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    where, dram_bw, live_cap, members, k_pl, k_ps, zero, out,
+    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
 ):  # fmt: skip
     """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
     configurations, 0 for later ones (the DP over order ideals, DESIGN.md §4).
@@ -517,7 +517,8 @@ def set_cost(
     The same equations as ``_eval`` restricted to one configuration: set-local except the
     SRAM read-side footprint of buffers produced by a lone weight kernel of another
     configuration, counted untiled here (an over-estimate; ``out[SET_HIDDEN]`` = 1 when a
-    rejection might be due to it). ``live_cap`` bounds T_c * live activation bytes (DRAM).
+    rejection might be due to it); with ``relax`` = 1 those footprints count 0 instead, which
+    turns the DP into a lower bound. ``live_cap`` bounds T_c * live activation bytes (DRAM).
     Writes out[SET_II] (inf if infeasible), SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION.
     """
     n = k_a.shape[0]
@@ -578,6 +579,8 @@ def set_cost(
             fp = 2.0 * e_sram_b[e]
             if s_in and lone_w >= 0:
                 div += fp
+            elif d_in and k_isw[s] == 1 and relax == 1:
+                pass
             else:
                 sram += fp
                 if d_in and k_isw[s] == 1:

@@ -675,10 +675,15 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
             if dlrm and kern.communication is Collective.ALL_REDUCE_PERIODIC:
                 arp[k] = sM[k] * sN[k] * word / nmb
         for c in C:
-            per_dim = [
-                sum(a2a[k] * A[k][c] for k in K) * msg[j] / (net[j].link_bw_GBps * bwf[j])
-                for j in range(len(net))
-            ]
+            per_dim = []
+            for j in range(len(net)):
+                load = sum(a2a[k] * A[k][c] for k in K) * msg[j]
+                if load == 0:
+                    per_dim.append(0.0)
+                elif bwf[j] == 0:  # a one-chip FC dimension (v2 bisection x(x-1)/2 = 0)
+                    per_dim.append(_INF)
+                else:
+                    per_dim.append(load / (net[j].link_bw_GBps * bwf[j]))
             t = max(per_dim)
             if dlrm:
                 t += sum(arp[k] * A[k][c] for k in K) * (2 if eq is Equations.LEGACY else 1)

@@ -50,7 +50,7 @@ def ideal_dp(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, topo, allowed, must, dram_bw, live_cap, max_states, assign, stats,
+    preds, topo, allowed, must, dram_bw, live_cap, relax, max_states, assign, stats,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment.
 
@@ -128,7 +128,7 @@ def ideal_dp(
                     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
                     k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
                     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                    where, dram_bw, live_cap, members, k_pl, k_ps, zero, out,
+                    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
                 )  # fmt: skip
                 stats[ST_EVALS] += 1
                 ii = out[SET_II]
@@ -176,7 +176,7 @@ def order_dp(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    order, allowed_at, dram_bw, live_cap, assign, stats,
+    order, allowed_at, dram_bw, live_cap, relax, assign, stats,
 ):  # fmt: skip
     """Exact minimum over contiguous blocks of ``order`` (a topological order): block c is
     order[i:j]. ``allowed_at[k, c]`` = 1 when kernel k may sit in configuration c."""
@@ -207,7 +207,7 @@ def order_dp(
                     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
                     k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
                     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                    where, dram_bw, live_cap, members, k_pl, k_ps, zero, out,
+                    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
                 )  # fmt: skip
                 stats[ST_EVALS] += 1
                 ii = out[SET_II]

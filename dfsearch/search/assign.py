@@ -51,6 +51,7 @@ class Assignment:
     exhaustive: bool  #: proven optimal over all assignments for these outer choices
     evaluations: int
     violations: dict[str, float]  #: smallest violation seen per binding constraint
+    bound_ns: float = 0.0  #: lower bound of value_ns over all assignments (= value if exhaustive)
 
 
 def _allowed(problem: Problem) -> np.ndarray:
@@ -151,12 +152,14 @@ def assign_configs(
     best: Assignment | None = None
     total_evals = 0
     viol: dict[str, float] = {}
+    regime_bounds: list[float] = []
     for bw, live_cap in _regimes(problem):
         stats = np.zeros(_dp.NUM_STATS)
         stats[_dp.ST_VIOL_SRAM :] = np.inf
         assign = np.full(n, -1, dtype=np.int64)
         if live_cap < 0:
             viol["dram"] = min(viol.get("dram", math.inf), -live_cap)
+            regime_bounds.append(math.inf)
             continue
         value = math.inf
         exhaustive = False
@@ -175,9 +178,21 @@ def assign_configs(
                     if not allowed[k, c + 1 :].any():
                         must[c] |= np.int64(1) << np.int64(k)
             value = _dp.ideal_dp(
-                *problem.args(), preds, topo, am, must, bw, live_cap, max_states, assign, stats
+                *problem.args(), preds, topo, am, must, bw, live_cap, 0, max_states, assign, stats
             )
             exhaustive = stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] == 0
+            bound = value if exhaustive else 0.0
+            if stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] > 0:
+                # the relaxation (lone-weight read-side buffers free) is a lower bound; its
+                # assignment, when exactly feasible, is optimal (times do not depend on SRAM)
+                tmp = np.full(n, -1, dtype=np.int64)
+                st2 = _fresh_stats(stats)
+                bound = _dp.ideal_dp(
+                    *problem.args(), preds, topo, am, must, bw, live_cap, 1, max_states, tmp, st2
+                )
+                stats[_dp.ST_EVALS] += st2[_dp.ST_EVALS]
+                value, assign = _take_relaxed(problem, value, assign, bound, tmp)
+                exhaustive = bound >= value * (1 - 1e-12)
             overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
         else:
             overflow = True
@@ -195,6 +210,7 @@ def assign_configs(
                 value, assign = value2, assign2
             method_used = used
             exhaustive = False
+            bound = 0.0
         else:
             method_used = "ideal-dp"
         total_evals += int(stats[_dp.ST_EVALS])
@@ -206,34 +222,66 @@ def assign_configs(
         ):
             if stats[slot] < math.inf:
                 viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
+        regime_bounds.append(bound)
         if value < math.inf and (best is None or value < best.value_ns):
             best = Assignment(
                 tuple(int(c) for c in assign), float(value), method_used, exhaustive, 0, {}
             )
+    lb = float(min(regime_bounds)) if regime_bounds else math.inf
     if best is None:
-        return Assignment(None, math.inf, method, True, total_evals, viol)
-    return Assignment(best.config, best.value_ns, best.method, best.exhaustive, total_evals, viol)
+        proven = all(b == math.inf for b in regime_bounds)
+        return Assignment(None, math.inf, method, proven, total_evals, viol, lb)
+    exhaustive = best.exhaustive and lb >= best.value_ns * (1 - 1e-12)
+    return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol, min(lb, best.value_ns))
 
 
 def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
     from dfsearch.cost.model import Evaluator
 
+    from dfsearch.codes import Status
+
     finals, status, viol = Evaluator(problem).batch(np.asarray([cfg], dtype=np.int64))
     if not np.isfinite(finals[0]):
-        from dfsearch.codes import Status
+        label = Status(int(status[0])).label
+        return Assignment(None, math.inf, "forced", True, 1, {label: float(viol[0])}, math.inf)
+    ii = float(Evaluator(problem).full(cfg)[2][2])  # RES_ALL_II
+    return Assignment(cfg, ii, "forced", True, 1, {}, ii)
 
-        return Assignment(None, math.inf, "forced", True, 1, {Status(int(status[0])).label: float(viol[0])})
-    return Assignment(cfg, float(finals[0]), "forced", True, 1, {})
 
+
+def _fresh_stats(stats: np.ndarray) -> np.ndarray:
+    """A stats array for a helper run whose evaluations are added to ``stats`` later."""
+    from dfsearch.search import _dp
+
+    st = np.zeros(_dp.NUM_STATS)
+    st[_dp.ST_VIOL_SRAM :] = np.inf
+    return st
+
+
+def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
+    """The relaxed optimum when it is exactly feasible and better, else the conservative one."""
+    from dfsearch.cost.model import Evaluator
+
+    if not math.isfinite(relaxed_value) or relaxed_value >= value:
+        return value, assign
+    finals, _, _ = Evaluator(problem).batch(relaxed_assign[None, :])
+    if math.isfinite(finals[0]):
+        return float(relaxed_value), relaxed_assign
+    return value, assign
 
 
 def _order(problem, order, allowed, bw, live_cap, stats):
     from dfsearch.search import _dp
 
-    st = np.zeros(_dp.NUM_STATS)
-    st[_dp.ST_VIOL_SRAM :] = np.inf
+    st = _fresh_stats(stats)
     assign = np.full(problem.num_kernels, -1, dtype=np.int64)
-    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, assign, st)
+    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 0, assign, st)
+    if st[_dp.ST_HIDDEN] > 0:
+        st2 = _fresh_stats(stats)
+        tmp = np.full(problem.num_kernels, -1, dtype=np.int64)
+        relaxed = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 1, tmp, st2)
+        st[_dp.ST_EVALS] += st2[_dp.ST_EVALS]
+        value, assign = _take_relaxed(problem, float(value), assign, relaxed, tmp)
     stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
     for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
         stats[j] = min(stats[j], st[j])

@@ -116,7 +116,7 @@ def search(
             violations[k] = min(violations.get(k, math.inf), v)
         if not a.exhaustive:
             exhaustive = False
-            bound_ns = min(bound_ns, lb)
+            bound_ns = min(bound_ns, max(lb, outer_mod.final_from_ii(problem, a.bound_ns)))
         if a.config is None:
             return math.inf
         decision = Decision(

@@ -26,7 +26,14 @@ from dfsearch.cost.lower import (
 )
 from dfsearch.spec import AUTO, Spec
 
-__all__ = ["shapes", "tile_counts", "config_counts", "micro_batch_size", "lower_bound_ns"]
+__all__ = [
+    "shapes",
+    "tile_counts",
+    "config_counts",
+    "micro_batch_size",
+    "lower_bound_ns",
+    "final_from_ii",
+]
 
 
 def _factorizations(n: int, k: int) -> list[tuple[int, ...]]:
@@ -122,3 +129,9 @@ def lower_bound_ns(problem: Problem) -> float:
     return (ii * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]
 
 
+
+
+def final_from_ii(problem: Problem, all_config_ii_ns: float) -> float:
+    """final_ns for a given sum of configuration IIs (MODEL.md §3.9): monotone in the sum."""
+    sc = problem.sc
+    return (all_config_ii_ns * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]
