@@ -46,11 +46,11 @@ class SpecError(DfsearchError, ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        lines = [i.render(self.file) for i in self.issues]
-        if len(lines) > 1:
+        if len(self.issues) > 1:
             head = f"{self.file}: " if self.file else ""
-            return f"{head}{len(lines)} problems:\n" + "\n".join("  " + ln for ln in lines)
-        return lines[0] if lines else "invalid input"
+            body = "\n".join("  " + i.render() for i in self.issues)
+            return f"{head}{len(self.issues)} problems:\n{body}"
+        return self.issues[0].render(self.file) if self.issues else "invalid input"
 
     def with_file(self, file: str) -> SpecError:
         return SpecError(list(self.issues), file=file)
