@@ -1,0 +1,661 @@
+"""Read inputs: dfsearch TOML specs, graph files, and DFModel ``setup.txt`` (by content).
+
+The TOML format is documented key by key in ``docs/spec.md``; table and key names are the
+field names of :mod:`dfsearch.spec`. Every problem of a file (unknown keys, wrong types, unknown
+words, missing keys, then the semantic rules of :mod:`dfsearch.validate`) is collected and raised
+as one :class:`~dfsearch.errors.SpecError`.
+
+>>> spec = load_toml_spec('''
+... [workload]
+... kind = "fft"
+... length = 1024
+... [graph]
+... generator = "fft"
+... r = 2
+... [system]
+... num_chip = 1
+... [system.accelerator]
+... cores = 1
+... systolic_width = 1
+... systolic_height = 1
+... sram_bytes = 0
+... freq_GHz = 1.0
+... [system.memory]
+... dram_bw_GBps = 100
+... [[system.network]]
+... topology = "switch"
+... size = 1
+... link_bw_GBps = 10
+... ''', file="<doc>", base_dir=Path("."))
+>>> spec.system.variant, [k.name for k in spec.graph.kernels]
+('sw', ['Step_1', 'Step_2'])
+>>> load_toml_spec("[system]\\nnum_chip = 2.5", file="s.toml", base_dir=Path("."))
+Traceback (most recent call last):
+...
+dfsearch.errors.SpecError: s.toml: 6 problems:
+  workload is required (a [workload] table).
+  graph is required (a [graph] table).
+  system.num_chip must be an integer. Got 2.5 instead.
+  system.accelerator is required (a [system.accelerator] table).
+  system.memory is required (a [system.memory] table).
+  system.network is required (1 to 3 [[system.network]] tables).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dfsearch import codes
+from dfsearch.errors import Issue, SpecError
+from dfsearch.spec import (
+    AUTO,
+    Accelerator,
+    Connection,
+    Cost,
+    DLRMWorkload,
+    Execution,
+    FFTWorkload,
+    Graph,
+    HPLWorkload,
+    Kernel,
+    LLMWorkload,
+    Memory,
+    NetworkDim,
+    SearchSettings,
+    Spec,
+    System,
+    Workload,
+)
+from dfsearch.validate import quote_list, show, validate_parts
+
+__all__ = ["load_spec", "load_toml_spec", "load_input", "load_graph_file"]
+
+_TOP = ("workload", "graph", "system", "cost", "execution", "search")
+_WORKLOADS: dict[str, type] = {
+    "llm": LLMWorkload,
+    "dlrm": DLRMWorkload,
+    "hpl": HPLWorkload,
+    "fft": FFTWorkload,
+}
+#: generator name -> workload kind it belongs to
+_GENERATOR_KIND = {
+    "llm": "llm",
+    "llm-fwd": "llm",
+    "llm-decode": "llm",
+    "dlrm": "dlrm",
+    "hpl": "hpl",
+    "fft": "fft",
+}
+#: generator parameter -> workload field it defaults from (same name otherwise)
+_PARAM_FROM_WORKLOAD = {"hidden": "hidden_dim", "seq": "seq_len"}
+_GRAPH_MODES = ("generator", "include", "kernels")
+
+
+# --------------------------------------------------------------------------- public API
+def load_spec(path: str | Path) -> Spec:
+    """Load a spec: a dfsearch TOML file or a DFModel ``setup.txt`` (recognised by content).
+
+    Parameters
+    ----------
+    path : str or Path
+        The input file. Relative ``graph.include`` paths are resolved against its folder.
+
+    Returns
+    -------
+    Spec
+        The validated spec.
+
+    Raises
+    ------
+    SpecError
+        The file is missing or unreadable, is not valid TOML / DFModel text, or breaks any rule
+        of ``docs/spec.md``; the error lists every problem found, with field paths.
+    """
+    text = _read_text(path)
+    dfmodel = _dfmodel()
+    if dfmodel.looks_like_dfmodel(text):
+        return dfmodel.load_dfmodel(text, file=str(path))
+    return load_toml_spec(text, file=str(path), base_dir=Path(path).parent)
+
+
+def load_toml_spec(text: str, *, file: str, base_dir: Path) -> Spec:
+    """Parse and validate the text of a dfsearch TOML spec.
+
+    Parameters
+    ----------
+    text : str
+        TOML text.
+    file : str
+        Name used in error messages (``SpecError.file``).
+    base_dir : Path
+        Folder against which a relative ``graph.include`` is resolved.
+
+    Returns
+    -------
+    Spec
+        The validated spec.
+
+    Raises
+    ------
+    SpecError
+        Invalid TOML, or any problem of the spec (all of them, in one error).
+    """
+    data = _parse_toml(text, file)
+    return _spec_from_data(data, file=file, base_dir=Path(base_dir))
+
+
+def load_input(path: str | Path) -> Spec | Graph:
+    """Load a spec (TOML or DFModel) or a graph file (a TOML file whose only table is ``[graph]``).
+
+    Raises
+    ------
+    SpecError
+        As :func:`load_spec` / :func:`load_graph_file`.
+    """
+    text = _read_text(path)
+    dfmodel = _dfmodel()
+    if dfmodel.looks_like_dfmodel(text):
+        return dfmodel.load_dfmodel(text, file=str(path))
+    data = _parse_toml(text, str(path))
+    if set(data) == {"graph"}:
+        return _graph_file_from_data(data, file=str(path))
+    return _spec_from_data(data, file=str(path), base_dir=Path(path).parent)
+
+
+def load_graph_file(path: str | Path) -> Graph:
+    """Load a graph file: TOML with a single ``[graph]`` table of ``[[graph.kernels]]`` and
+    ``[[graph.connections]]`` (what ``dfsearch generate`` writes).
+
+    Raises
+    ------
+    SpecError
+        Missing/unreadable file, invalid TOML, other tables, or an invalid graph.
+    """
+    text = _read_text(path)
+    return _graph_file_from_data(_parse_toml(text, str(path)), file=str(path))
+
+
+# --------------------------------------------------------------------------- files
+def _dfmodel() -> Any:
+    from dfsearch.io import dfmodel
+
+    return dfmodel
+
+
+def _read_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("no such file.", file=str(path)) from None
+    except IsADirectoryError:
+        raise SpecError("is a directory, not a file.", file=str(path)) from None
+    except UnicodeDecodeError as e:
+        msg = f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})."
+        raise SpecError(msg, file=str(path)) from None
+    except OSError as e:
+        raise SpecError(f"cannot read: {e.strerror or e}.", file=str(path)) from None
+
+
+def _parse_toml(text: str, file: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"invalid TOML: {e}", file=file) from None
+
+
+# --------------------------------------------------------------------------- reader
+class _Reader:
+    """Turns TOML values into typed values, collecting issues instead of raising."""
+
+    def __init__(self) -> None:
+        self.issues: list[Issue] = []
+        #: paths of values that could not be read (the default stands in for them)
+        self.tainted: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.issues.append(Issue(path, message))
+
+    # ---- containers
+    def table(self, value: Any, path: str) -> dict[str, Any] | None:
+        if isinstance(value, dict):
+            return value
+        self.add(path, f"must be a table. Got {show(value)} instead.")
+        return None
+
+    def tables(self, value: Any, path: str) -> list[dict[str, Any]] | None:
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            return value
+        self.add(path, f"must be an array of tables ([[{path}]]). Got {show(value)} instead.")
+        return None
+
+    def keys(self, table: Mapping[str, Any], path: str, allowed: list[str]) -> bool:
+        ok = True
+        for key in table:
+            if key not in allowed:
+                ok = False
+                close = difflib.get_close_matches(key, allowed, n=1)
+                if close:  # probably a misspelt key: its default is a stand-in
+                    self.tainted.append(f"{path}.{close[0]}" if path else close[0])
+                if close:
+                    hint = f"; did you mean {close[0]!r}?"
+                else:
+                    hint = f" (allowed: {', '.join(allowed)})."
+                where = f"{path}:" if path else ""
+                self.add(where, f"unknown key {key!r}{hint}")
+        return ok
+
+    # ---- scalars: return (ok, value)
+    def integer(self, v: Any, path: str) -> tuple[bool, Any]:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return True, v
+        got = repr(v) if isinstance(v, float) else show(v)  # 4.0 stays 4.0 here
+        self.add(path, f"must be an integer. Got {got} instead.")
+        return False, None
+
+    def number(self, v: Any, path: str) -> tuple[bool, Any]:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            if math.isfinite(v):
+                return True, float(v)
+            self.add(path, f"must be a finite number. Got {show(v)} instead.")
+            return False, None
+        self.add(path, f"must be a number. Got {show(v)} instead.")
+        return False, None
+
+    def boolean(self, v: Any, path: str) -> tuple[bool, Any]:
+        if isinstance(v, bool):
+            return True, v
+        self.add(path, f"must be true or false. Got {show(v)} instead.")
+        return False, None
+
+    def string(self, v: Any, path: str) -> tuple[bool, Any]:
+        if isinstance(v, str):
+            return True, v
+        self.add(path, f"must be a string. Got {show(v)} instead.")
+        return False, None
+
+    def word(self, v: Any, path: str, enum: Any) -> tuple[bool, Any]:
+        if isinstance(v, str):
+            try:
+                return True, enum.from_label(v)
+            except KeyError:
+                pass
+        self.add(path, f"must be one of {quote_list(enum.labels())}. Got {show(v)} instead.")
+        return False, None
+
+    def numbers(self, v: Any, path: str) -> tuple[bool, Any]:
+        if not isinstance(v, list):
+            self.add(path, f"must be an array of numbers. Got {show(v)} instead.")
+            return False, None
+        out, ok = [], True
+        for i, x in enumerate(v):
+            good, val = self.number(x, f"{path}[{i}]")
+            ok &= good
+            out.append(val)
+        return ok, tuple(out)
+
+    def convert(self, v: Any, annotation: str, path: str) -> tuple[bool, Any]:
+        """Convert by the dataclass field's annotation (a string under PEP 563)."""
+        base = annotation.removesuffix(" | None")
+        if base == "int":
+            return self.integer(v, path)
+        if base == "float":
+            return self.number(v, path)
+        if base == "bool":
+            return self.boolean(v, path)
+        if base == "str":
+            return self.string(v, path)
+        if base == "tuple[float, ...]":
+            return self.numbers(v, path)
+        return self.word(v, path, getattr(codes, base))
+
+    # ---- dataclasses
+    def fields(
+        self,
+        cls: type,
+        table: Mapping[str, Any],
+        path: str,
+        *,
+        custom: Mapping[str, Callable[[Any, str], tuple[bool, Any]]] | None = None,
+        optional: tuple[str, ...] = (),
+        extra: tuple[str, ...] = (),
+        skip: tuple[str, ...] = (),
+    ) -> tuple[dict[str, Any], bool]:
+        """Read the init fields of ``cls`` from ``table``: unknown keys, missing required keys,
+        types. ``custom`` converters override the annotation; ``optional`` names required fields
+        the caller fills in itself; ``extra`` are further allowed keys; ``skip`` names fields the
+        caller reads itself."""
+        custom = custom or {}
+        flds = [f for f in dataclasses.fields(cls) if f.init]
+        self.keys(table, path, list(extra) + [f.name for f in flds])
+        kw: dict[str, Any] = {}
+        buildable = True
+        for f in flds:
+            if f.name in skip:
+                continue
+            fp = f"{path}.{f.name}"
+            required = f.default is dataclasses.MISSING and f.name not in optional
+            if f.name not in table:
+                if required:
+                    self.add(fp, "is required.")
+                    buildable = False
+                continue
+            conv = custom.get(f.name)
+            value = table[f.name]
+            good, val = conv(value, fp) if conv else self.convert(value, f.type, fp)
+            if good:
+                kw[f.name] = val
+            else:
+                self.tainted.append(fp)
+                buildable &= not required
+        return kw, buildable
+
+    def build(self, cls: type, kw: dict[str, Any], ok: bool) -> Any:
+        return cls(**kw) if ok else None
+
+
+# --------------------------------------------------------------------------- spec
+def _spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
+    r = _Reader()
+    r.keys(data, "", list(_TOP))
+    for name in ("workload", "graph", "system"):
+        if name not in data:
+            r.add(name, f"is required (a [{name}] table).")
+    parts: dict[str, Any] = {
+        "workload": _read_workload(r, data["workload"]) if "workload" in data else None,
+        "execution": _read_execution(r, data["execution"]) if "execution" in data else Execution(),
+        "system": _read_system(r, data["system"]) if "system" in data else None,
+        "cost": _read_simple(r, Cost, data.get("cost", {}), "cost"),
+        "search": _read_simple(r, SearchSettings, data.get("search", {}), "search"),
+    }
+    graph = None
+    if "graph" in data:
+        w, e = parts["workload"], parts["execution"]
+        clean = w is not None and e is not None and not _tainted(r, "workload", "execution")
+        ctx = (w, e) if clean else None
+        graph = _read_graph(r, data["graph"], base_dir=base_dir, context=ctx, spec=True)
+    parts["graph"] = graph
+    issues = r.issues + _semantic_issues(r, parts)
+    if issues:
+        order = {k: i for i, k in enumerate(data)}
+        issues.sort(key=lambda i: order.get(_head(i.path), -1))
+        raise SpecError(issues, file=file)
+    return Spec(**parts)
+
+
+def _head(path: str) -> str:
+    """First component of a field path: ``system`` for ``system.network[1].size``."""
+    return re.split(r"[.\[: ]", path, maxsplit=1)[0]
+
+
+def _tainted(r: _Reader, *sections: str) -> bool:
+    return any(_head(p) in sections for p in r.tainted)
+
+
+def _semantic_issues(r: _Reader, parts: dict[str, Any]) -> list[Issue]:
+    """Run the rules of :mod:`dfsearch.validate` on what could be read. A section with an
+    unreadable value (its default stands in) is checked on its own, and issues touching the
+    unreadable value are dropped; rules across sections use only fully read sections."""
+    built = {k: v for k, v in parts.items() if v is not None}
+    clean = {k: v for k, v in built.items() if not _tainted(r, k)}
+    issues = validate_parts(**clean)
+    for name in sorted(built.keys() - clean.keys()):
+        alone = {name: built[name]}
+        if name == "graph" and "workload" in clean:  # which sharding rules apply
+            alone["workload"] = clean["workload"]
+        for issue in validate_parts(**alone):
+            if issue not in issues and not any(_overlap(issue.path, p) for p in r.tainted):
+                issues.append(issue)
+    return issues
+
+
+def _overlap(a: str, b: str) -> bool:
+    """True when one field path contains the other (``system.network`` and
+    ``system.network[0].size``); kernel labels and trailing colons are ignored."""
+    a = re.sub(r' \("[^"]*"\)', "", a).rstrip(":")
+    b = re.sub(r' \("[^"]*"\)', "", b).rstrip(":")
+    short, long = sorted((a, b), key=len)
+    return long == short or long.startswith((short + ".", short + "["))
+
+
+def _read_simple(r: _Reader, cls: type, value: Any, path: str) -> Any:
+    table = r.table(value, path)
+    if table is None:
+        return None
+    return r.build(cls, *r.fields(cls, table, path))
+
+
+def _read_workload(r: _Reader, value: Any) -> Workload | None:
+    table = r.table(value, "workload")
+    if table is None:
+        return None
+    if "kind" not in table:
+        r.add("workload.kind", f"is required (one of {quote_list(_WORKLOADS)}).")
+        return None
+    ok, kind = r.word(table["kind"], "workload.kind", codes.WorkloadKind)
+    if not ok:
+        return None
+    cls = _WORKLOADS[kind.label]
+    kw, ok = r.fields(cls, table, "workload", extra=("kind",))
+    return r.build(cls, kw, ok)
+
+
+def _read_execution(r: _Reader, value: Any) -> Execution | None:
+    table = r.table(value, "execution")
+    if table is None:
+        return None
+
+    def num_config(v: Any, path: str) -> tuple[bool, Any]:
+        if v == "auto" and isinstance(v, str):
+            return True, AUTO
+        if isinstance(v, int) and not isinstance(v, bool):
+            return True, v
+        r.add(path, f"must be an integer or 'auto'. Got {show(v)} instead.")
+        return False, None
+
+    kw, ok = r.fields(Execution, table, "execution", custom={"num_config": num_config})
+    return r.build(Execution, kw, ok)
+
+
+def _read_system(r: _Reader, value: Any) -> System | None:
+    table = r.table(value, "system")
+    if table is None:
+        return None
+    kw, ok = r.fields(System, table, "system", skip=("accelerator", "memory", "network"))
+    for name, cls in (("accelerator", Accelerator), ("memory", Memory)):
+        path = f"system.{name}"
+        if name not in table:
+            r.add(path, f"is required (a [{path}] table).")
+            ok = False
+            continue
+        kw[name] = _read_simple(r, cls, table[name], path)
+        ok &= kw[name] is not None
+    if "network" not in table:
+        r.add("system.network", "is required (1 to 3 [[system.network]] tables).")
+        ok = False
+    else:
+        dims = r.tables(table["network"], "system.network")
+        if dims is None:
+            ok = False
+        else:
+            built = [
+                _read_simple(r, NetworkDim, d, f"system.network[{i}]") for i, d in enumerate(dims)
+            ]
+            ok &= all(b is not None for b in built)
+            kw["network"] = tuple(built)
+    return r.build(System, kw, ok)
+
+
+# --------------------------------------------------------------------------- graph
+def _read_graph(
+    r: _Reader,
+    value: Any,
+    *,
+    base_dir: Path | None,
+    context: tuple[Workload, Execution] | None,
+    spec: bool,
+) -> Graph | None:
+    """Read ``[graph]``. In a spec (``spec=True``) all three forms are allowed; in a graph
+    file only explicit kernels. ``context`` (workload, execution) supplies generator defaults;
+    ``None`` when those sections failed to parse (the generator is then not run)."""
+    table = r.table(value, "graph")
+    if table is None:
+        return None
+    modes = [m for m in _GRAPH_MODES if m in table]
+    if not spec:
+        r.keys(table, "graph", ["kernels", "connections"])
+        if "kernels" not in table:
+            r.add(
+                "graph.kernels",
+                "is required (a graph file holds [[graph.kernels]] and [[graph.connections]]).",
+            )
+            return None
+        return _read_explicit(r, table)
+    if not modes:
+        r.add(
+            "graph",
+            "needs one of 'generator', 'include' or [[graph.kernels]] (see docs/spec.md).",
+        )
+        r.keys(table, "graph", list(_GRAPH_MODES) + ["connections"])
+        return None
+    if len(modes) > 1:
+        r.add(
+            "graph",
+            "must use exactly one of 'generator', 'include' and [[graph.kernels]]. "
+            f"Got {' and '.join(map(repr, modes))}.",
+        )
+        return None
+    mode = modes[0]
+    if mode == "kernels":
+        r.keys(table, "graph", ["kernels", "connections"])
+        return _read_explicit(r, table)
+    if "connections" in table:
+        r.add("graph.connections", "is only allowed together with [[graph.kernels]].")
+    if mode == "include":
+        r.keys(table, "graph", ["include", "connections"])
+        return _read_include(r, table["include"], base_dir)
+    return _read_generator(r, table, context)
+
+
+def _read_explicit(r: _Reader, table: Mapping[str, Any]) -> Graph | None:
+    kernels = r.tables(table["kernels"], "graph.kernels")
+    conns = r.tables(table.get("connections", []), "graph.connections")
+    if kernels is None or conns is None:
+        return None
+    built_k = [_read_kernel(r, t, f"graph.kernels[{i}]") for i, t in enumerate(kernels)]
+    built_c = [
+        _read_simple(r, Connection, t, f"graph.connections[{j}]") for j, t in enumerate(conns)
+    ]
+    if any(x is None for x in built_k) or any(x is None for x in built_c):
+        return None
+    return Graph(kernels=tuple(built_k), connections=tuple(built_c))
+
+
+def _read_kernel(r: _Reader, table: dict[str, Any], path: str) -> Kernel | None:
+    kw, ok = r.fields(Kernel, table, path, optional=("type", "k"))
+    kind = kw.get("kind")
+    if kind is not None:
+        if "type" not in kw:
+            kw["type"] = codes.ComputeType.SYSTOLIC if kind.has_k else codes.ComputeType.SIMD
+        if kind.has_k and "k" not in table:
+            r.add(f"{path}.k", f"is required for a {kind.label} kernel.")
+            ok = False
+    return r.build(Kernel, kw, ok)
+
+
+def _read_include(r: _Reader, value: Any, base_dir: Path | None) -> Graph | None:
+    ok, rel = r.string(value, "graph.include")
+    if not ok:
+        return None
+    target = Path(rel) if base_dir is None else Path(base_dir) / rel
+    try:
+        return load_graph_file(target)
+    except SpecError as e:
+        for issue in e.issues:
+            r.add("graph.include:", f"in {e.file or target}: {issue.render()}")
+        return None
+
+
+def _generator_params(gen: Any) -> tuple[str, ...]:
+    """Parameter names of a :data:`~dfsearch.kernels.generators.GENERATORS` entry."""
+    return tuple(getattr(p, "name", p) for p in gen.params)
+
+
+def _read_generator(
+    r: _Reader, table: Mapping[str, Any], context: tuple[Workload, Execution] | None
+) -> Graph | None:
+    from dfsearch.kernels.generators import GENERATORS, generate
+
+    ok, name = r.string(table["generator"], "graph.generator")
+    if not ok:
+        return None
+    if name not in GENERATORS:
+        r.add("graph.generator", f"must be one of {quote_list(GENERATORS)}. Got {name!r} instead.")
+        return None
+    names = _generator_params(GENERATORS[name])
+    params: dict[str, int] = {}
+    good = r.keys(table, "graph", ["generator", *names, "connections"])
+    for key, v in table.items():
+        if key == "generator" or key not in names:
+            continue
+        ok, val = r.integer(v, f"graph.{key}")
+        good &= ok
+        if ok:
+            params[key] = val
+    if context is None:
+        return None
+    workload, execution = context
+    kind = workload.kind.label
+    fits = [g for g, k in _GENERATOR_KIND.items() if k == kind and g in GENERATORS]
+    if _GENERATOR_KIND.get(name, workload.kind.label) != workload.kind.label:
+        r.add(
+            "graph.generator",
+            f"must be one of {quote_list(fits)} for workload.kind = {kind!r}. "
+            f"Got {name!r} instead.",
+        )
+        return None
+    for p in names:
+        if p in params:
+            continue
+        if p == "word":
+            params[p] = execution.word_bytes
+        else:
+            src = _PARAM_FROM_WORKLOAD.get(p, p)
+            if hasattr(workload, src) and src != "kind":
+                params[p] = getattr(workload, src)
+    if not good:
+        return None
+    try:
+        return generate(name, params, path="graph")
+    except SpecError as e:
+        r.issues.extend(e.issues)
+        return None
+
+
+# --------------------------------------------------------------------------- graph files
+def _graph_file_from_data(data: dict[str, Any], *, file: str) -> Graph:
+    r = _Reader()
+    if "graph" not in data:
+        r.add("graph", "is required (a graph file holds one [graph] table).")
+    others = [k for k in data if k != "graph"]
+    for k in others:
+        r.add("", f"unexpected table {k!r}: a graph file holds only the [graph] table.")
+    graph = None
+    if "graph" in data:
+        graph = _read_graph(r, data["graph"], base_dir=None, context=None, spec=False)
+    issues = list(r.issues)
+    if graph is not None:
+        from dfsearch.validate import validate_graph
+
+        # the LLM sharding rules need the workload: the including spec checks them
+        issues += validate_graph(graph, sharding_rules=False)
+    if issues or graph is None:
+        raise SpecError(issues or [Issue("graph", "is invalid.")], file=file)
+    return graph

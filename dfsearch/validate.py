@@ -1,0 +1,651 @@
+"""Semantic checks of a spec, shared by every loader (TOML and DFModel).
+
+Every check returns :class:`~dfsearch.errors.Issue` objects instead of raising, so a loader can
+report all problems of an input at once. Field paths use the TOML vocabulary of ``docs/spec.md``
+(``system.network[1].link_bw_GBps``, ``graph.kernels[3] ("Q").m``); list indices count from 0.
+
+>>> from dfsearch.spec import Connection, Graph, Kernel
+>>> from dfsearch.codes import ComputeType, KernelKind
+>>> a = Kernel(name="a", kind=KernelKind.ELEMENTWISE, type=ComputeType.SIMD, m=4, n=4)
+>>> b = Kernel(name="b", kind=KernelKind.ELEMENTWISE, type=ComputeType.SIMD, m=4, n=4)
+>>> ab, ba = Connection(src="a", dst="b"), Connection(src="b", dst="a")
+>>> g = Graph(kernels=(a, b), connections=(ab, ba))
+>>> [i.render() for i in validate_graph(g)]
+['graph has a cycle: a -> b -> a. A dataflow graph must be acyclic.']
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from dataclasses import replace
+
+from dfsearch.codes import (
+    TOPOLOGY_VARIANTS,
+    Dim,
+    ExecutionStyle,
+    KernelKind,
+    Parallelism,
+)
+from dfsearch.errors import Issue
+from dfsearch.spec import (
+    AUTO,
+    Cost,
+    DLRMWorkload,
+    Execution,
+    FFTWorkload,
+    Graph,
+    HPLWorkload,
+    Kernel,
+    LLMWorkload,
+    SearchSettings,
+    Spec,
+    System,
+    Workload,
+)
+
+__all__ = ["validate_spec", "validate_graph", "validate_parts", "show", "quote_list"]
+
+_TP, _PP, _DP = Parallelism.TP, Parallelism.PP, Parallelism.DP
+#: parallelism tuples DFModel accepts, dimension by dimension (MODEL.md §1.2)
+_PAR_TUPLES = (
+    (_TP,),
+    (_PP,),
+    (_DP,),
+    (_TP, _PP),
+    (_TP, _DP),
+    (_PP, _DP),
+    (_TP, _PP, _DP),
+)
+
+
+# --------------------------------------------------------------------------- helpers
+def show(value: object) -> str:
+    """Render a value the way messages quote it: strings quoted, whole floats without '.0'.
+
+    >>> show(-25.0), show(2.5), show("full"), show(True), show([1, 2])
+    ('-25', '2.5', "'full'", 'true', 'an array')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if hasattr(value, "label"):
+        return repr(value.label)
+    return str(value)
+
+
+def quote_list(words: Iterable[str]) -> str:
+    """``'a', 'b', 'c'`` — how allowed words are listed in messages."""
+    return ", ".join(repr(w) for w in words)
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else "."
+
+
+class _Sink:
+    """Collects issues; small comparison helpers produce the standard wording."""
+
+    def __init__(self) -> None:
+        self.issues: list[Issue] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.issues.append(Issue(path, message))
+
+    def gt(self, path: str, value: float, bound: float = 0) -> None:
+        if not value > bound:
+            self.add(path, f"must be > {show(bound)}. Got {show(value)} instead.")
+
+    def ge(self, path: str, value: float, bound: float = 0) -> None:
+        if not value >= bound:
+            self.add(path, f"must be >= {show(bound)}. Got {show(value)} instead.")
+
+    def ge_opt(self, path: str, value: float | None) -> None:
+        if value is not None:
+            self.ge(path, value)
+
+
+_ONLY_WEIGHT = "is only allowed on gemm_weight kernels; this kernel is "
+
+
+def _kernel_path(path: str, i: int, k: Kernel) -> str:
+    return f'{path}.kernels[{i}] ("{k.name}")'
+
+
+def _dim_group(d: Dim) -> Dim:
+    """OUTER and M are one dimension once DFModel folds heads into rows (§3.1)."""
+    return Dim.M if d is Dim.OUTER else d
+
+
+# --------------------------------------------------------------------------- graph
+def validate_graph(
+    graph: Graph, path: str = "graph", *, sharding_rules: bool = True
+) -> list[Issue]:
+    """Check a dataflow graph on its own (no system or workload needed).
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph to check.
+    path : str
+        Field path of the graph in the input, used as the prefix of every issue.
+    sharding_rules : bool
+        Check a pinned ``sharding`` against the choices the LLM inter-chip pass allows
+        (``dfsearch.kernels.graph.sharding_choices``). Non-LLM workloads are never sharded.
+
+    Returns
+    -------
+    list of Issue
+        Empty when the graph is valid.
+    """
+    s = _Sink()
+    if not graph.kernels:
+        s.add(f"{path}.kernels", "must hold at least one kernel.")
+    first: dict[str, int] = {}
+    duplicates = False
+    for i, k in enumerate(graph.kernels):
+        kp = _kernel_path(path, i, k)
+        if not k.name:
+            s.add(f"{path}.kernels[{i}].name", "must not be empty.")
+        if k.name in first:
+            duplicates = True
+            s.add(
+                f"{kp}.name",
+                f"is already used by {path}.kernels[{first[k.name]}]; "
+                "kernel names must be unique.",
+            )
+        else:
+            first[k.name] = i
+        _check_kernel(s, kp, k, sharding_rules)
+    _check_connections(s, graph, path, first, duplicates)
+    return s.issues
+
+
+def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
+    for dim in ("outer", "m", "k", "n"):
+        s.ge(f"{kp}.{dim}", getattr(k, dim), 1)
+    if not k.kind.has_k and k.k != 1:
+        s.add(
+            f"{kp}.k",
+            f"must be 1 for an {k.kind.label} kernel (it has no k dimension). "
+            f"Got {show(k.k)} instead.",
+        )
+    if k.weight_bytes is not None and k.kind is not KernelKind.GEMM_WEIGHT:
+        s.add(f"{kp}.weight_bytes", f"{_ONLY_WEIGHT}{k.kind.label!r}.")
+    if k.input2_bytes is not None and k.kind.num_inputs != 2:
+        s.add(
+            f"{kp}.input2_bytes",
+            "is only allowed on two-input kernels ('gemm', 'elementwise2'); "
+            f"this kernel is {k.kind.label!r}.",
+        )
+    for flag in ("skip_weight", "use_effective_stage"):
+        if getattr(k, flag) and k.kind is not KernelKind.GEMM_WEIGHT:
+            s.add(f"{kp}.{flag}", f"{_ONLY_WEIGHT}{k.kind.label!r}.")
+    for size in ("input_bytes", "input2_bytes", "weight_bytes", "output_bytes"):
+        s.ge_opt(f"{kp}.{size}", getattr(k, size))
+    for size in (
+        "communication_bytes",
+        "communication2_bytes",
+        "memory_bytes",
+        "sram_extra_bytes",
+        "dram_extra_bytes",
+    ):
+        s.ge(f"{kp}.{size}", getattr(k, size))
+    s.ge(f"{kp}.num_input", k.num_input)
+    if k.config < -1:
+        s.add(f"{kp}.config", f"must be >= 0, or -1 (free). Got {show(k.config)} instead.")
+    if k.tiling is Dim.K and not k.kind.has_k:
+        s.add(
+            f"{kp}.tiling",
+            f"cannot be 'k' for an {k.kind.label} kernel (it has no k dimension).",
+        )
+    if k.sharding is None or k.sharding is Dim.NO:
+        if k.sharding is Dim.NO and sharding_rules and k.kind is KernelKind.GEMM_WEIGHT:
+            _check_choice(s, kp, k)
+        return
+    if k.tiling is not Dim.NO and _dim_group(k.tiling) is _dim_group(k.sharding):
+        s.add(
+            f"{kp}:",
+            f"tiling {k.tiling.label!r} and sharding {k.sharding.label!r} name the same dimension "
+            "('outer' and 'm' count as one); a tiled dimension cannot be sharded "
+            "(MODEL.md §3.3).",
+        )
+        return
+    if sharding_rules:
+        _check_choice(s, kp, k)
+
+
+def _check_choice(s: _Sink, kp: str, k: Kernel) -> None:
+    from dfsearch.kernels.graph import sharding_choices
+
+    if any(getattr(k, d) < 1 for d in ("outer", "m", "k", "n")):
+        return  # already reported
+    allowed = sharding_choices(replace(k, sharding=None))
+    if not allowed:
+        s.add(f"{kp}.sharding", f"cannot be pinned: this kernel {_NO_CHOICE}")
+    elif k.sharding not in allowed:
+        s.add(
+            f"{kp}.sharding",
+            f"must be one of {quote_list(d.label for d in allowed)} for this kernel "
+            "(MODEL.md §2.3: no size-1 or tiled dimension, 'outer' whenever outer > 1, "
+            "never 'none' with a weight). "
+            f"Got {k.sharding.label!r} instead.",  # type: ignore[union-attr]
+        )
+
+
+def _check_connections(
+    s: _Sink, graph: Graph, path: str, first: dict[str, int], duplicates: bool
+) -> None:
+    names = list(first)
+    edges: list[tuple[str, str]] = []
+    complete = not duplicates
+    for j, c in enumerate(graph.connections):
+        cp = f"{path}.connections[{j}]"
+        ok = True
+        for end in ("src", "dst"):
+            name = getattr(c, end)
+            if name not in first:
+                ok = False
+                s.add(f"{cp}.{end}", f"{name!r} is not a kernel name{_did_you_mean(name, names)}")
+        if not ok:
+            continue
+        if c.src == c.dst:
+            s.add(f"{cp}:", f"connects {c.src!r} to itself; a dataflow graph must be acyclic.")
+            continue
+        edges.append((c.src, c.dst))
+    if complete and edges:
+        for cycle in _cycles(names, edges):
+            s.add(path, f"has a cycle: {' -> '.join(cycle)}. A dataflow graph must be acyclic.")
+
+
+def _cycles(names: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
+    """One cycle per strongly connected component with more than one kernel."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    g.add_edges_from(edges)
+    order = {n: i for i, n in enumerate(names)}
+    out = []
+    comps = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
+    for comp in sorted(comps, key=lambda c: min(order[n] for n in c)):
+        sub = g.subgraph(comp)
+        start = min(comp, key=order.__getitem__)
+        cyc = nx.find_cycle(sub, source=start)
+        out.append([u for u, _ in cyc] + [cyc[0][0]])
+    return out
+
+
+# --------------------------------------------------------------------------- spec
+def validate_spec(spec: Spec) -> list[Issue]:
+    """All semantic checks of a complete spec (see ``docs/spec.md``, "Validation rules").
+
+    Parameters
+    ----------
+    spec : Spec
+        A spec built by any loader.
+
+    Returns
+    -------
+    list of Issue
+        Every problem found; empty when the spec is valid.
+    """
+    return validate_parts(
+        graph=spec.graph,
+        system=spec.system,
+        cost=spec.cost,
+        execution=spec.execution,
+        workload=spec.workload,
+        search=spec.search,
+    )
+
+
+def validate_parts(
+    *,
+    graph: Graph | None = None,
+    system: System | None = None,
+    cost: Cost | None = None,
+    execution: Execution | None = None,
+    workload: Workload | None = None,
+    search: SearchSettings | None = None,
+) -> list[Issue]:
+    """Like :func:`validate_spec`, for the parts that could be built; ``None`` parts are skipped
+    together with every rule that needs them. Loaders use it to report parse errors and
+    semantic errors of the other sections in one go.
+    """
+    s = _Sink()
+    llm = isinstance(workload, LLMWorkload)
+    if workload is not None:
+        _check_workload(s, workload)
+    graph_ok = False
+    if graph is not None:
+        graph_issues = validate_graph(graph, sharding_rules=workload is None or llm)
+        graph_ok = not graph_issues
+        s.issues += graph_issues
+        if workload is not None and not llm:
+            for i, k in enumerate(graph.kernels):
+                if k.sharding not in (None, Dim.NO):
+                    got = k.sharding.label  # type: ignore[union-attr]
+                    s.add(
+                        f"{_kernel_path('graph', i, k)}.sharding",
+                        f"must be 'none' or omitted: a {workload.kind.label} workload is never "
+                        f"sharded across chips (MODEL.md §2.2). Got {got!r} instead.",
+                    )
+    if system is not None:
+        _check_system(s, system)
+        if workload is not None:
+            _check_network_for_workload(s, system, workload)
+    if cost is not None:
+        _check_cost(s, cost, system)
+    if execution is not None:
+        _check_execution(s, execution)
+        if graph is not None and graph.kernels:
+            _check_graph_execution(s, graph, execution, order=graph_ok)
+            if llm and not execution.skip_inter_chip_optimization:
+                _check_llm_tiling(s, graph)
+    if search is not None:
+        s.gt("search.time_limit_s", search.time_limit_s)
+        s.ge("search.seed", search.seed)
+    return s.issues
+
+
+def _check_workload(s: _Sink, w: Workload) -> None:
+    if isinstance(w, LLMWorkload):
+        positive = ("hidden_dim", "head_dim", "num_head", "seq_len", "num_layer")
+        for f in (*positive, "global_batch_size"):
+            s.ge(f"workload.{f}", getattr(w, f), 1)
+        for f in ("micro_batch_size", "tile_size"):
+            s.ge(f"workload.{f}", getattr(w, f))
+        if w.hidden_dim >= 1 and w.num_head >= 1 and w.head_dim >= 1:
+            if w.num_head * w.head_dim != w.hidden_dim:
+                s.add(
+                    "workload.hidden_dim",
+                    "must equal workload.num_head * workload.head_dim = "
+                    f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
+                    f"Got {w.hidden_dim} instead.",
+                )
+        if w.num_layer_in_graph < 1:
+            s.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
+        elif w.num_layer_in_graph != 1:
+            s.add(
+                "workload.num_layer_in_graph",
+                "must be 1: a graph holding several layers is not supported (MODEL.md D3). "
+                f"Got {w.num_layer_in_graph} instead.",
+            )
+        return
+    names = {
+        DLRMWorkload: ("num_table", "emb_dim", "row", "global_batch_size", "num_copy"),
+        HPLWorkload: ("n", "b", "num_copy"),
+        FFTWorkload: ("length", "num_copy"),
+    }[type(w)]
+    for f in names:
+        s.ge(f"workload.{f}", getattr(w, f), 1)
+
+
+def _check_system(s: _Sink, sy: System) -> None:
+    s.ge("system.num_chip", sy.num_chip, 1)
+    a = sy.accelerator
+    for f in ("cores", "systolic_width", "systolic_height"):
+        s.gt(f"system.accelerator.{f}", getattr(a, f))
+    s.gt("system.accelerator.freq_GHz", a.freq_GHz)
+    s.ge("system.accelerator.sram_bytes", a.sram_bytes)
+    if a.pmu > 0:
+        s.add(
+            "system.accelerator.pmu",
+            "must be 0: place-and-route mode (accelerator.pmu > 0) is not supported "
+            f"(MODEL.md §3.11). Got {a.pmu} instead.",
+        )
+    else:
+        s.ge("system.accelerator.pmu", a.pmu)
+    s.ge("system.accelerator.pmu_bytes", a.pmu_bytes)
+    s.ge("system.accelerator.link_latency_ns", a.link_latency_ns)
+    m = sy.memory
+    s.gt("system.memory.dram_bw_GBps", m.dram_bw_GBps)
+    s.ge("system.memory.dram_bytes", m.dram_bytes)
+    s.ge("system.memory.second_dram_bw_GBps", m.second_dram_bw_GBps)
+    s.ge("system.memory.second_dram_bytes", m.second_dram_bytes)
+    if m.second_dram_bytes > 0 and m.second_dram_bw_GBps == 0:
+        s.add(
+            "system.memory.second_dram_bw_GBps",
+            "must be > 0 when system.memory.second_dram_bytes > 0. "
+            f"Got {show(m.second_dram_bw_GBps)} instead.",
+        )
+    s.ge("system.hbd", sy.hbd)
+    n = len(sy.network)
+    if not 1 <= n <= 3:
+        s.add(
+            "system.network",
+            f"must have 1 to 3 dimensions ([[system.network]] tables). Got {n} instead.",
+        )
+        return
+    for i, d in enumerate(sy.network):
+        s.gt(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
+        s.ge(f"system.network[{i}].size", d.size)
+    topo = tuple(d.topology for d in sy.network)
+    if topo not in TOPOLOGY_VARIANTS.values():
+        got = "_".join(t.short for t in topo)
+        s.add(
+            "system.network",
+            f"topologies must form one of DFModel's {len(TOPOLOGY_VARIANTS)} variants: "
+            f"{', '.join(TOPOLOGY_VARIANTS)} (one word per dimension, in order; r = ring, "
+            f"sw = switch, fc = fc). Got {got} instead.",
+        )
+
+
+def _sizes_text(sizes: list[int]) -> str:
+    prod = math.prod(sizes)
+    return f"{' * '.join(map(str, sizes))} = {prod}" if len(sizes) > 1 else str(prod)
+
+
+def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
+    net = sy.network
+    if not 1 <= len(net) <= 3 or sy.num_chip < 1:
+        return
+    par = tuple(d.parallelism for d in net)
+    kind = w.kind.label
+    if isinstance(w, LLMWorkload):
+        if par not in _PAR_TUPLES:
+            got = ", ".join(p.label for p in par)
+            s.add(
+                "system.network",
+                "parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
+                "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order "
+                f"(MODEL.md §1.2). Got ({got}) instead.",
+            )
+        fixed = [d.size for d in net if d.size > 0]
+        if any(d.size < 0 for d in net):
+            pass  # reported by _check_system
+        elif len(net) == 1 and fixed and fixed[0] != sy.num_chip:
+            s.add(
+                "system.network[0].size",
+                f"must be 0 or system.num_chip = {sy.num_chip} for a 1-dimensional network. "
+                f"Got {fixed[0]} instead.",
+            )
+        elif len(fixed) == len(net) and math.prod(fixed) != sy.num_chip:
+            s.add(
+                "system.network",
+                f"sizes must multiply to system.num_chip = {sy.num_chip}. "
+                f"Got {_sizes_text(fixed)} instead.",
+            )
+        elif fixed and sy.num_chip % math.prod(fixed):
+            s.add(
+                "system.network",
+                f"fixed sizes must divide system.num_chip = {sy.num_chip}. "
+                f"Got {_sizes_text(fixed)} instead.",
+            )
+        if sy.hbd > 0 and par != (_TP, _PP, _DP):
+            s.add(
+                "system.hbd",
+                "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp) "
+                f"(MODEL.md §3.8.2). Got {sy.hbd} instead.",
+            )
+        return
+    if sy.hbd > 0:
+        s.add(
+            "system.hbd",
+            f"must be 0 for a {kind} workload (it only applies to LLMs on a (tp, pp, dp) "
+            "network). "
+            f"Got {sy.hbd} instead.",
+        )
+    if isinstance(w, HPLWorkload) and len(net) < 2:
+        s.add(
+            "system.network",
+            "must have 2 or 3 dimensions for an hpl workload (the process grid is X x Y). "
+            f"Got {len(net)} instead.",
+        )
+    for i, d in enumerate(net):
+        if d.size == 0:
+            s.add(
+                f"system.network[{i}].size",
+                f"must be > 0 for a {kind} workload (only LLM workloads search the network "
+                "shape). Got 0 instead.",
+            )
+        if d.parallelism is not Parallelism.NONE:
+            s.add(
+                f"system.network[{i}].parallelism",
+                f"must be omitted for a {kind} workload (tp/pp/dp apply to LLM workloads only). "
+                f"Got {d.parallelism.label!r} instead.",
+            )
+    copies = w.num_copy
+    if copies < 1:
+        return
+    if sy.num_chip % copies:
+        s.add(
+            "workload.num_copy",
+            f"must divide system.num_chip = {sy.num_chip}. Got {copies} instead.",
+        )
+        return
+    sizes = [d.size for d in net]
+    if all(x > 0 for x in sizes) and math.prod(sizes) != sy.num_chip // copies:
+        s.add(
+            "system.network",
+            "sizes must multiply to system.num_chip / workload.num_copy = "
+            f"{sy.num_chip // copies}. "
+            f"Got {_sizes_text(sizes)} instead.",
+        )
+
+
+def _check_cost(s: _Sink, c: Cost, system: System | None) -> None:
+    for f in (
+        "link_price_per_GBps",
+        "switch_price_per_GBps",
+        "dram_price_per_GBps",
+        "chip_price",
+        "switch_power_J_per_GB",
+        "dram_power_J_per_GB",
+        "chip_power_W",
+    ):
+        s.ge(f"cost.{f}", getattr(c, f))
+    for i, v in enumerate(c.link_power_J_per_GB):
+        s.ge(f"cost.link_power_J_per_GB[{i}]", v)
+    if system is not None and 1 <= len(system.network) < len(c.link_power_J_per_GB):
+        s.add(
+            "cost.link_power_J_per_GB",
+            f"must have at most one entry per network dimension ({len(system.network)}). "
+            f"Got {len(c.link_power_J_per_GB)} entries instead.",
+        )
+
+
+def _check_execution(s: _Sink, e: Execution) -> None:
+    s.ge("execution.word_bytes", e.word_bytes, 1)
+    if not 0 <= e.compute_util <= 1:
+        s.add(
+            "execution.compute_util",
+            f"must be between 0 and 1. Got {show(e.compute_util)} instead.",
+        )
+    if e.num_config < 0 and e.num_config != AUTO:
+        s.add("execution.num_config", f"must be >= 0 or 'auto'. Got {e.num_config} instead.")
+    s.ge("execution.effective_stage", e.effective_stage)
+
+
+def _one_config_per_kernel(g: Graph, e: Execution) -> str:
+    """Why each kernel gets its own configuration ('' if it does not)."""
+    n = len(g.kernels)
+    if e.style is ExecutionStyle.KERNEL_BY_KERNEL:
+        return "execution.style = 'kernel_by_kernel'"
+    if e.num_config == 0:
+        return "execution.num_config = 0"
+    if e.num_config == n:
+        return f"execution.num_config = {n} = the number of kernels"
+    return ""
+
+
+def _check_graph_execution(s: _Sink, g: Graph, e: Execution, *, order: bool) -> None:
+    n = len(g.kernels)
+    if e.style is ExecutionStyle.KERNEL_BY_KERNEL and e.num_config not in (0, n):
+        got = "'auto'" if e.num_config == AUTO else str(e.num_config)
+        s.add(
+            "execution.num_config",
+            f"must be 0 or the number of kernels ({n}) when execution.style = 'kernel_by_kernel'. "
+            f"Got {got} instead.",
+        )
+    if e.num_config > 0:
+        for i, k in enumerate(g.kernels):
+            if k.config >= e.num_config:
+                s.add(
+                    f"{_kernel_path('graph', i, k)}.config",
+                    f"must be < execution.num_config = {e.num_config}. Got {k.config} instead.",
+                )
+    why = _one_config_per_kernel(g, e)
+    if not why or not order:
+        return
+    idx = g.index()
+    for j, c in enumerate(g.connections):
+        a, b = idx.get(c.src), idx.get(c.dst)
+        if a is not None and b is not None and a > b:
+            s.add(
+                f"graph.connections[{j}]:",
+                f"{c.src!r} -> {c.dst!r} goes backwards in the kernel file order (kernel {a} -> "
+                f"kernel {b}); with one configuration per kernel ({why}) kernels run in file "
+                f"order, so list {c.src!r} before {c.dst!r}.",
+            )
+
+
+def _check_llm_tiling(s: _Sink, g: Graph) -> None:
+    """Kernels whose sharding the LLM inter-chip pass chooses need a legal one (§2.3, §3.3)."""
+    from dfsearch.kernels.graph import sharding_choices
+
+    for i, k in enumerate(g.kernels):
+        if k.sharding is not None:
+            continue
+        kp = _kernel_path("graph", i, k)
+        if k.tiling is Dim.NO:
+            s.add(
+                f"{kp}.tiling",
+                "must name a dimension for an LLM kernel whose sharding the inter-chip pass "
+                "chooses (MODEL.md §7 item 42); tile one (decode graphs tile 'n'), pin "
+                "'sharding', or set execution.skip_inter_chip_optimization. Got 'none' instead.",
+            )
+            continue
+        if any(getattr(k, d) < 1 for d in ("outer", "m", "k", "n")):
+            continue
+        choices = sharding_choices(k)
+        legal = [c for c in choices if c is Dim.NO or _dim_group(c) is not _dim_group(k.tiling)]
+        if not choices:
+            s.add(f"{kp}:", _NO_CHOICE)
+        elif not legal:
+            s.add(
+                f"{kp}:",
+                f"has no legal sharding: the inter-chip pass may only pick "
+                f"{quote_list(c.label for c in choices)}, which tiling {k.tiling.label!r} "
+                "forbids ('outer' and 'm' count as one dimension, MODEL.md §2.3, §3.3); tile "
+                "another dimension or pin 'sharding'.",
+            )
+
+
+_NO_CHOICE = (
+    "has no legal sharding: every dimension of size > 1 is tiled and a gemm_weight kernel cannot "
+    "stay unsharded (MODEL.md §2.3); give it an untiled dimension > 1 or set "
+    "execution.skip_inter_chip_optimization."
+)
