@@ -45,6 +45,7 @@ from dfsearch.cost.lower import (
     I_NUM_INPUT_MIXED,
     I_OVERLAP,
     I_PER_CONFIG_TILES,
+    I_SPARSE,
     I_SRAM_CHECK,
     I_T,
     I_TF_DIVIDES,
@@ -174,256 +175,333 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
 
 
 @jit
-def _eval(
+def _eval_rows(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+    configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses, violations,
     cnt, start, members, fill, net_t, net_1, chan, arcnt, memb, memk, act, div, ndiv, numin,
     nset, nunset,
 ):  # fmt: skip
-    n = config.shape[0]
+    """Evaluate every row of ``configs``; the full outputs (cfg, res, cores, weight tiling)
+    are those of the last row. The loop body is the model: no per-row call (a call with this
+    many array arguments would cost more than the evaluation itself)."""
+    n = configs.shape[1]
     ne = e_src.shape[0]
     nc = si[I_C]
-    for j in range(NUM_RES):
-        res[j] = 0.0
-    # ---- structure of the assignment (§3.4)
+    fixed = si[I_FIXED_CONFIG] == 1
+    fb = si[I_FB_RULE] == 1
+    fb_f = si[I_FB_F]
+    fb_b = si[I_FB_B]
+    sparse = si[I_SPARSE] == 1
+    weights = np.empty(n, np.int64)
+    nw = 0
     for k in range(n):
-        c = config[k]
-        k_pl[k], k_ps[k], k_tf[k] = 1, 1, 1
-        if c < 0 or c >= nc:
-            res[RES_VIOLATION] = c
-            return CONFIG
-        if si[I_FIXED_CONFIG] == 1 and c != k:
-            res[RES_VIOLATION] = c - k
-            return CONFIG
-        if k_pin[k] >= 0 and c != k_pin[k]:
-            res[RES_VIOLATION] = c - k_pin[k]
-            return CONFIG
-        if si[I_FB_RULE] == 1:
-            if k_phase[k] == _FWD and c > si[I_FB_F]:
-                res[RES_VIOLATION] = c - si[I_FB_F]
-                return CONFIG
-            if k_phase[k] == _BWD and c < si[I_FB_B]:
-                res[RES_VIOLATION] = si[I_FB_B] - c
-                return CONFIG
-    for e in range(ne):
-        if config[e_src[e]] > config[e_dst[e]]:
-            res[RES_VIOLATION] = config[e_src[e]] - config[e_dst[e]]
-            return ORDER
-    for c in range(nc):
-        for j in range(NUM_CFG):
-            cfg[c, j] = 0.0
-        cnt[c] = 0
-        net_t[c] = 0.0
-        net_1[c] = 0.0
-        chan[c, 0] = 0.0
-        chan[c, 1] = 0.0
-        chan[c, 2] = 0.0
-        arcnt[c] = 0
-        memb[c] = 0.0
-        memk[c] = 0.0
-        act[c] = 0.0
-        div[c] = 0.0
-        ndiv[c] = 0
-        numin[c] = 1
-        nset[c] = 0
-        nunset[c] = 0
-    act[nc] = 0.0
-    # ---- per-kernel sums
-    for k in range(n):
-        c = config[k]
-        cnt[c] += 1
-        cfg[c, CFG_COMPUTE] += k_tc[k]
-        cfg[c, CFG_SRAM] += k_sram_extra[k]
-        net_t[c] += k_net_t[k]
-        net_1[c] += k_net_1[k]
-        chan[c, 0] += k_chan[k, 0]
-        chan[c, 1] += k_chan[k, 1]
-        chan[c, 2] += k_chan[k, 2]
-        arcnt[c] += k_ar[k]
-        memk[c] += k_mem[k]
-        if k_num_input[k] > 0:
-            nset[c] += 1
-            if k_num_input[k] > numin[c]:
-                numin[c] = k_num_input[k]
-        else:
-            nunset[c] += 1
-    if si[I_NUM_INPUT_MIXED] == 1:
-        for c in range(nc):
-            if nset[c] > 0 and nunset[c] > 0:
-                res[RES_VIOLATION] = c
-                return CONFIG
-    t_all = si[I_T]
-    for c in range(nc):
-        cfg[c, CFG_TILES] = 1.0 if (si[I_PER_CONFIG_TILES] == 1 and nset[c] > 0) else t_all
-    # lone weight kernels may tile their weight (tf >= 2 needs all cores, §3.5)
-    # ---- SRAM, DRAM traffic and capacity, edge collectives
-    for k in range(n):
-        c = config[k]
-        w = k_wsram[k]
-        if k_isw[k] == 1 and cnt[c] == 1:
-            if w > 0.0:
-                div[c] += w
-                ndiv[c] += 1
-        else:
-            cfg[c, CFG_SRAM] += w
-    for e in range(ne):
-        s, d = e_src[e], e_dst[e]
-        cs, cd = config[s], config[d]
-        net_t[cs] += e_net_t[e]
-        arcnt[cs] += e_ar[e]
-        lone = k_isw[s] == 1 and cnt[cs] == 1
-        if cs == cd:
-            fp = e_sram_b[e] * e_sram_depth[e]
-            cfg[cs, CFG_SRAM] += fp
-        else:
-            fp = 2.0 * e_sram_b[e]
-            memb[cs] += e_b[e]
-            memb[cd] += e_b[e]
-            act[cs] += e_b[e]
-            act[cd + 1] -= e_b[e]
-            if lone:
-                if fp > 0.0:
-                    div[cs] += fp
-                    div[cd] += fp
-                    ndiv[cs] += 1
-                    ndiv[cd] += 1
+        if k_isw[k] == 1:
+            weights[nw] = k
+            nw += 1
+    for i in range(configs.shape[0]):
+        config = configs[i]
+        status = OK
+        while True:
+            for j in range(NUM_RES):
+                res[j] = 0.0
+            for c in range(nc):
+                cnt[c] = 0
+                net_t[c] = 0.0
+                net_1[c] = 0.0
+                chan[c, 0] = 0.0
+                chan[c, 1] = 0.0
+                chan[c, 2] = 0.0
+                arcnt[c] = 0
+                memb[c] = 0.0
+                memk[c] = 0.0
+                act[c] = 0.0
+                div[c] = 0.0
+                ndiv[c] = 0
+                numin[c] = 1
+                nset[c] = 0
+                nunset[c] = 0
+                for j in range(NUM_CFG):
+                    cfg[c, j] = 0.0
+            act[nc] = 0.0
+            # ---- one pass over kernels: rules of the assignment (§3.4) and per-config sums
+            for k in range(n):
+                c = config[k]
+                k_pl[k] = 1
+                k_ps[k] = 1
+                k_tf[k] = 1
+                if c < 0 or c >= nc:
+                    res[RES_VIOLATION] = c
+                    status = CONFIG
+                    break
+                if fixed and c != k:
+                    res[RES_VIOLATION] = c - k
+                    status = CONFIG
+                    break
+                if k_pin[k] >= 0 and c != k_pin[k]:
+                    res[RES_VIOLATION] = c - k_pin[k]
+                    status = CONFIG
+                    break
+                if fb:
+                    if k_phase[k] == _FWD and c > fb_f:
+                        res[RES_VIOLATION] = c - fb_f
+                        status = CONFIG
+                        break
+                    if k_phase[k] == _BWD and c < fb_b:
+                        res[RES_VIOLATION] = fb_b - c
+                        status = CONFIG
+                        break
+                cnt[c] += 1
+                cfg[c, CFG_COMPUTE] += k_tc[k]
+                net_t[c] += k_net_t[k]
+                arcnt[c] += k_ar[k]
+                if sparse:
+                    cfg[c, CFG_SRAM] += k_sram_extra[k]
+                    net_1[c] += k_net_1[k]
+                    chan[c, 0] += k_chan[k, 0]
+                    chan[c, 1] += k_chan[k, 1]
+                    chan[c, 2] += k_chan[k, 2]
+                    memk[c] += k_mem[k]
+                    if k_num_input[k] > 0:
+                        nset[c] += 1
+                        if k_num_input[k] > numin[c]:
+                            numin[c] = k_num_input[k]
+                    else:
+                        nunset[c] += 1
+            if status != OK:
+                break
+            # weights: a weight kernel alone in its configuration may tile them (§3.5)
+            for j in range(nw):
+                k = weights[j]
+                c = config[k]
+                if cnt[c] == 1:
+                    if k_wsram[k] > 0.0:
+                        div[c] += k_wsram[k]
+                        ndiv[c] += 1
+                else:
+                    cfg[c, CFG_SRAM] += k_wsram[k]
+            # ---- one pass over edges: order, collectives, SRAM, DRAM traffic and lifetime
+            for e in range(ne):
+                s = e_src[e]
+                cs = config[s]
+                cd = config[e_dst[e]]
+                if cs > cd:
+                    res[RES_VIOLATION] = cs - cd
+                    status = ORDER
+                    break
+                net_t[cs] += e_net_t[e]
+                arcnt[cs] += e_ar[e]
+                if cs == cd:
+                    cfg[cs, CFG_SRAM] += e_sram_b[e] * e_sram_depth[e]
+                else:
+                    b = e_b[e]
+                    memb[cs] += b
+                    memb[cd] += b
+                    act[cs] += b
+                    act[cd + 1] -= b
+                    fp = 2.0 * e_sram_b[e]
+                    if k_isw[s] == 1 and cnt[cs] == 1:
+                        if fp > 0.0:
+                            div[cs] += fp
+                            div[cd] += fp
+                            ndiv[cs] += 1
+                            ndiv[cd] += 1
+                    else:
+                        cfg[cs, CFG_SRAM] += fp
+                        cfg[cd, CFG_SRAM] += fp
+            if status != OK:
+                break
+            if si[I_NUM_INPUT_MIXED] == 1:
+                for c in range(nc):
+                    if nset[c] > 0 and nunset[c] > 0:
+                        res[RES_VIOLATION] = c
+                        status = CONFIG
+                        break
+            if status != OK:
+                break
+            # ---- SRAM capacity, with weight tiling only where it is needed
+            if si[I_SRAM_CHECK] == 1:
+                cap = sc[F_SRAM_CAP]
+                worst = 0.0
+                bad = False
+                tiling = False
+                for c in range(nc):
+                    over = cfg[c, CFG_SRAM] - cap
+                    if over > 0.0 or (div[c] > 0.0 and over >= 0.0):
+                        if over + div[c] > worst:
+                            worst = over + div[c]
+                        bad = True
+                    elif over + div[c] > 0.0:
+                        tiling = True
+                if bad:
+                    res[RES_VIOLATION] = worst
+                    status = SRAM
+                    break
+                if tiling:
+                    _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div, ndiv,
+                                   cap, si[I_TF_DIVIDES], k_tf)  # fmt: skip
+                else:
+                    for c in range(nc):
+                        cfg[c, CFG_SRAM] += div[c]
             else:
-                cfg[cs, CFG_SRAM] += fp
-                cfg[cd, CFG_SRAM] += fp
-    status = OK
-    if si[I_SRAM_CHECK] == 1:
-        cap = sc[F_SRAM_CAP]
-        worst = 0.0
-        for c in range(nc):
-            over = cfg[c, CFG_SRAM] - cap
-            if (div[c] > 0.0 and over >= 0.0) or over > 0.0:
-                if over + div[c] > worst:
-                    worst = over + div[c]
-                status = SRAM
-        if status != OK:
-            res[RES_VIOLATION] = worst
-            return SRAM
-        # smallest weight tiling factors that make every configuration fit
-        for k in range(n):
-            c = config[k]
-            if k_isw[k] == 1 and cnt[c] == 1:
-                tf = 1
-                if div[c] > 0.0 and cfg[c, CFG_SRAM] + div[c] > cap:
-                    need = k_wsram[k] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
-                    tf = max(2, int(math.ceil(need)))
-                for e in range(ne):
-                    if e_src[e] == k and config[e_dst[e]] != c:
-                        cd = config[e_dst[e]]
-                        if cfg[cd, CFG_SRAM] + div[cd] > cap:
-                            need = 2.0 * e_sram_b[e] * ndiv[cd] / (cap - cfg[cd, CFG_SRAM])
+                for c in range(nc):
+                    cfg[c, CFG_SRAM] += div[c]
+            # ---- DRAM capacity (§3.5): weights x layers per stage + the widest live activations
+            per_tiles = si[I_PER_CONFIG_TILES] == 1
+            t_all = float(si[I_T])
+            peak = 0.0
+            run = 0.0
+            for c in range(nc):
+                tcc = 1.0 if (per_tiles and nset[c] > 0) else t_all
+                cfg[c, CFG_TILES] = tcc
+                run += act[c]
+                live = run * tcc
+                if live > peak:
+                    peak = live
+            total = sc[F_DRAM_FIXED] + sc[F_DRAM_ACT_MULT] * peak
+            res[RES_DRAM] = total
+            cap1 = sc[F_DRAM_CAP]
+            bw = sc[F_DRAM_BW]
+            cap2 = sc[F_DRAM2_CAP]
+            if cap2 > 0.0:
+                if total > cap1:
+                    if total > cap1 + cap2:
+                        res[RES_VIOLATION] = total - cap1 - cap2
+                        status = DRAM
+                        break
+                    bw = (cap1 * sc[F_DRAM_BW] + cap2 * sc[F_DRAM2_BW]) / (cap1 + cap2)
+            elif total > cap1:
+                res[RES_VIOLATION] = total - cap1
+                status = DRAM
+                break
+            res[RES_DRAM_BW] = bw
+            # ---- compute (§3.6)
+            freq = sc[F_FREQ]
+            cores = si[I_CORES]
+            if si[I_CYCLE_MODEL] == 1:
+                pos = 0
+                for c in range(nc):
+                    start[c] = pos
+                    fill[c] = pos
+                    pos += cnt[c]
+                start[nc] = pos
+                for k in range(n):
+                    c = config[k]
+                    members[fill[c]] = k
+                    fill[c] += 1
+                for c in range(nc):
+                    if cnt[c] == 0:
+                        continue
+                    cyc, st = _allocate(
+                        members, start[c], start[c + 1], k_a, k_b, k_z, cores, pl_in, ps_in, k_pl, k_ps
+                    )
+                    if st != OK:
+                        res[RES_VIOLATION] = cnt[c] - cores
+                        status = CORES
+                        break
+                    cfg[c, CFG_CYCLES] = cyc
+                    cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cyc / freq
+            else:
+                for c in range(nc):
+                    if cnt[c] > cores:
+                        res[RES_VIOLATION] = cnt[c] - cores
+                        status = CORES
+                        break
+                    cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cfg[c, CFG_COMPUTE]
+            if status != OK:
+                break
+            # ---- memory, network, II (§3.7-§3.9)
+            all_ii = 0.0
+            overlap = si[I_OVERLAP]
+            lat = sc[F_AR_LATENCY]
+            ii_numin = si[I_II_NUM_INPUT] == 1
+            for c in range(nc):
+                tcc = cfg[c, CFG_TILES]
+                tc = cfg[c, CFG_COMPUTE]
+                tm = (tcc * memb[c] + memk[c]) / bw
+                ch = chan[c, 0]
+                if chan[c, 1] > ch:
+                    ch = chan[c, 1]
+                if chan[c, 2] > ch:
+                    ch = chan[c, 2]
+                tn = tcc * net_t[c] + net_1[c] + ch + lat * arcnt[c]
+                if overlap == _PERFECT:
+                    ii = max(tc, tm, tn)
+                elif overlap == _COMPUTE_MEMORY:
+                    ii = max(tc, tm) + tn
+                else:
+                    ii = tc + tm + tn
+                if ii_numin:
+                    ii *= numin[c]
+                cfg[c, CFG_MEMORY] = tm
+                cfg[c, CFG_NETWORK] = tn
+                cfg[c, CFG_II] = ii
+                all_ii += ii
+            batch = all_ii * sc[F_BATCH_MULT] + sc[F_P2P]
+            res[RES_ALL_II] = all_ii
+            res[RES_BATCH] = batch
+            res[RES_FINAL] = batch / sc[F_NUM_COPY]
+            status = OK
+            break
+        statuses[i] = status
+        violations[i] = res[RES_VIOLATION]
+        finals[i] = res[RES_FINAL] if status == OK else np.inf
+
+
+@jit
+def _smallest_divisor_at_least(value, lo):
+    """The smallest divisor of ``value`` that is >= lo (``value`` itself at worst)."""
+    if lo >= value:
+        return value
+    best = value
+    d = 1
+    while d * d <= value:
+        if value % d == 0:
+            if d >= lo and d < best:
+                best = d
+            q = value // d
+            if q >= lo and q < best:
+                best = q
+        d += 1
+    return best
+
+
+@jit
+def _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div, ndiv, cap,
+                   divides, k_tf):  # fmt: skip
+    """Smallest weight tiling factors of lone weight kernels that make every configuration fit
+    (each divisible contribution gets an equal share of its configuration's slack), then the
+    tiled SRAM footprints."""
+    n = config.shape[0]
+    ne = e_src.shape[0]
+    for k in range(n):
+        c = config[k]
+        if k_isw[k] == 1 and cnt[c] == 1:
+            tf = 1
+            if div[c] > 0.0 and cfg[c, CFG_SRAM] + div[c] > cap:
+                need = k_wsram[k] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
+                tf = max(2, int(math.ceil(need)))
+            for e in range(ne):
+                if e_src[e] == k:
+                    cd = config[e_dst[e]]
+                    for cc in (c, cd):
+                        if cfg[cc, CFG_SRAM] + div[cc] > cap:
+                            need = 2.0 * e_sram_b[e] * ndiv[cc] / (cap - cfg[cc, CFG_SRAM])
                             tf = max(tf, max(2, int(math.ceil(need))))
-                        if cfg[c, CFG_SRAM] + div[c] > cap:
-                            need = 2.0 * e_sram_b[e] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
-                            tf = max(tf, max(2, int(math.ceil(need))))
-                if si[I_TF_DIVIDES] == 1 and tf > 1:
-                    wb = int(k_wsram[k])
-                    while tf < wb and wb % tf != 0:
-                        tf += 1
-                k_tf[k] = tf
-        for k in range(n):
-            c = config[k]
-            if k_isw[k] == 1 and cnt[c] == 1:
-                cfg[c, CFG_SRAM] += k_wsram[k] / k_tf[k]
-        for e in range(ne):
-            s = e_src[e]
-            cs, cd = config[s], config[e_dst[e]]
-            if cs != cd and k_isw[s] == 1 and cnt[cs] == 1:
-                cfg[cs, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
-                cfg[cd, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
-    else:
-        for c in range(nc):
-            cfg[c, CFG_SRAM] += div[c]
-    # DRAM capacity (§3.5): weights x layers per stage, the widest live activation set
-    peak = 0.0
-    run = 0.0
-    for c in range(nc):
-        run += act[c]
-        live = run * cfg[c, CFG_TILES]
-        if live > peak:
-            peak = live
-    total = sc[F_DRAM_FIXED] + sc[F_DRAM_ACT_MULT] * peak
-    res[RES_DRAM] = total
-    cap1 = sc[F_DRAM_CAP]
-    bw = sc[F_DRAM_BW]
-    cap2 = sc[F_DRAM2_CAP]
-    if cap2 > 0.0:
-        if total > cap1:
-            if total > cap1 + cap2:
-                res[RES_VIOLATION] = total - cap1 - cap2
-                return DRAM
-            bw = (cap1 * sc[F_DRAM_BW] + cap2 * sc[F_DRAM2_BW]) / (cap1 + cap2)
-    elif total > cap1:
-        res[RES_VIOLATION] = total - cap1
-        return DRAM
-    res[RES_DRAM_BW] = bw
-    # ---- compute (§3.6)
-    freq = sc[F_FREQ]
-    cores = si[I_CORES]
-    if si[I_CYCLE_MODEL] == 1:
-        pos = 0
-        for c in range(nc):
-            start[c] = pos
-            fill[c] = pos
-            pos += cnt[c]
-        start[nc] = pos
-        for k in range(n):
-            c = config[k]
-            members[fill[c]] = k
-            fill[c] += 1
-        for c in range(nc):
-            if cnt[c] == 0:
-                continue
-            cyc, st = _allocate(
-                members, start[c], start[c + 1], k_a, k_b, k_z, cores, pl_in, ps_in, k_pl, k_ps
-            )
-            if st != OK:
-                res[RES_VIOLATION] = cnt[c] - cores
-                return CORES
-            cfg[c, CFG_CYCLES] = cyc
-            cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cyc / freq
-    else:
-        for c in range(nc):
-            if cnt[c] > cores:
-                res[RES_VIOLATION] = cnt[c] - cores
-                return CORES
-            cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cfg[c, CFG_COMPUTE]
-    # ---- memory, network, II (§3.7-§3.9)
-    all_ii = 0.0
-    overlap = si[I_OVERLAP]
-    for c in range(nc):
-        tcc = cfg[c, CFG_TILES]
-        tc = cfg[c, CFG_COMPUTE]
-        tm = (tcc * memb[c] + memk[c]) / bw
-        ch = chan[c, 0]
-        if chan[c, 1] > ch:
-            ch = chan[c, 1]
-        if chan[c, 2] > ch:
-            ch = chan[c, 2]
-        tn = tcc * net_t[c] + net_1[c] + ch + sc[F_AR_LATENCY] * arcnt[c]
-        if overlap == _PERFECT:
-            ii = max(tc, tm, tn)
-        elif overlap == _COMPUTE_MEMORY:
-            ii = max(tc, tm) + tn
-        else:
-            ii = tc + tm + tn
-        if si[I_II_NUM_INPUT] == 1:
-            ii *= numin[c]
-        cfg[c, CFG_MEMORY] = tm
-        cfg[c, CFG_NETWORK] = tn
-        cfg[c, CFG_II] = ii
-        all_ii += ii
-    batch = all_ii * sc[F_BATCH_MULT] + sc[F_P2P]
-    res[RES_ALL_II] = all_ii
-    res[RES_BATCH] = batch
-    res[RES_FINAL] = batch / sc[F_NUM_COPY]
-    return status
+            if divides == 1 and tf > 1:
+                tf = _smallest_divisor_at_least(int(k_wsram[k]), tf)
+            k_tf[k] = tf
+    for k in range(n):
+        c = config[k]
+        if k_isw[k] == 1 and cnt[c] == 1:
+            cfg[c, CFG_SRAM] += k_wsram[k] / k_tf[k]
+    for e in range(ne):
+        s = e_src[e]
+        cs, cd = config[s], config[e_dst[e]]
+        if cs != cd and k_isw[s] == 1 and cnt[cs] == 1:
+            cfg[cs, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
+            cfg[cd, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
 
 
 @jit
@@ -456,15 +534,22 @@ def evaluate_one(
     config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
 ):  # fmt: skip
     """Evaluate one assignment with full outputs. Returns the status code."""
-    s = _scratch(config.shape[0], si[I_C])
-    return _eval(
+    n = config.shape[0]
+    s = _scratch(n, si[I_C])
+    finals = np.zeros(1)
+    statuses = np.zeros(1, np.int64)
+    viol = np.zeros(1)
+    configs = np.empty((1, n), np.int64)
+    configs[0, :] = config
+    _eval_rows(
         k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
         k_pin, k_num_input, k_sram_extra,
         e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-        config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+        configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses, viol,
         s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
         s[13], s[14], s[15],
     )  # fmt: skip
+    return statuses[0]
 
 
 @jit
@@ -479,24 +564,17 @@ def evaluate_batch(
     n = configs.shape[1]
     nc = si[I_C]
     s = _scratch(n, nc)
-    cfg = np.zeros((nc, NUM_CFG))
-    res = np.zeros(NUM_RES)
-    k_pl = np.ones(n, np.int64)
-    k_ps = np.ones(n, np.int64)
-    k_tf = np.ones(n, np.int64)
     zero = np.zeros(n, np.int64)
-    for i in range(configs.shape[0]):
-        st = _eval(
-            k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar,
-            k_phase, k_pin, k_num_input, k_sram_extra,
-            e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-            configs[i], zero, zero, cfg, res, k_pl, k_ps, k_tf,
-            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
-            s[13], s[14], s[15],
-        )  # fmt: skip
-        statuses[i] = st
-        violations[i] = res[RES_VIOLATION]
-        finals[i] = res[RES_FINAL] if st == OK else np.inf
+    _eval_rows(
+        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+        k_pin, k_num_input, k_sram_extra,
+        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+        configs, zero, zero, np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
+        np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
+        finals, statuses, violations,
+        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
+        s[13], s[14], s[15],
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- one configuration

@@ -71,7 +71,8 @@ I_FB_F = 10  #: FWD kernels in configurations <= f
 I_FB_B = 11  #: BWD kernels in configurations >= b
 I_NUM_INPUT_MIXED = 12  #: some kernels set num_input and some do not
 I_FIXED_CONFIG = 13  #: configuration k holds kernel k (KBK or num_config = #kernels)
-NUM_I = 14
+I_SPARSE = 14  #: 1 when some kernel has channel, per-execution, memory or extra terms
+NUM_I = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +450,8 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     si[I_FB_B] = b_min
     si[I_NUM_INPUT_MIXED] = 1 if 0 < num_set < n else 0
     si[I_FIXED_CONFIG] = 1 if fixed else 0
+    extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in kernels)
+    si[I_SPARSE] = 1 if (extras or k_chan.any() or any(k_net_1)) else 0
     si.setflags(write=False)
 
     pins = [k.config if (k.config >= 0 and not fixed) else -1 for k in kernels]
