@@ -394,7 +394,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     k_chan.setflags(write=False)
 
     # --- memory (§3.5)
-    ext = sum(k.dram_extra_bytes for k in kernels) if v2 else 0.0
+    ext = sum(k.dram_extra_bytes for k in kernels)
     if is_llm:
         dram_fixed = lps * weight_total + lps * ext
         act_mult = float(mbs)
@@ -461,7 +461,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         k_net_t=_f(k_net_t), k_net_1=_f(k_net_1), k_chan=k_chan, k_ar=_i(k_ar),
         k_phase=_i([int(k.phase) for k in kernels]), k_pin=_i(pins),
         k_num_input=_i([k.num_input for k in kernels]),
-        k_sram_extra=_f([k.sram_extra_bytes if v2 else 0.0 for k in kernels]),
+        k_sram_extra=_f([k.sram_extra_bytes for k in kernels]),
         e_src=_i(e_src), e_dst=_i(e_dst), e_b=_f(e_b), e_sram_b=_f(e_sram_b),
         e_sram_depth=_i(e_sram_depth), e_net_t=_f(e_net_t), e_ar=_i(e_ar), sc=sc, si=si,
         outer=outer, names=st.names,
