@@ -91,7 +91,7 @@ def _progress(enabled: bool):  # noqa: ANN202
 
 SpecArg = Annotated[
     Optional[Path],  # noqa: UP007 - typer needs Optional
-    typer.Argument(help="Spec file (TOML) or DFModel setup.txt. Omit for the built-in example."),
+    typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt. Omit for the built-in example.", show_default=False),
 ]
 JsonOpt = Annotated[
     Optional[str],  # noqa: UP007
@@ -137,7 +137,7 @@ def run(
 
 @app.command("eval")
 def eval_(
-    spec: Annotated[Path, typer.Argument(help="Spec file (TOML) or DFModel setup.txt.")],
+    spec: Annotated[Path, typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt.")],
     mapping: Annotated[Path, typer.Option("--mapping", metavar="FILE", help="Mapping file (TOML or the JSON of 'run --json'); see docs/mapping.md.")],
     json_out: JsonOpt = None,
 ) -> None:
@@ -166,7 +166,7 @@ def eval_(
 
 @app.command()
 def validate(
-    file: Annotated[Path, typer.Argument(help="Spec, DFModel setup.txt or graph file written by 'generate'.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Spec, DFModel setup.txt or graph file written by 'generate'.")],
     json_out: JsonOpt = None,
 ) -> None:
     """Check an input and print a summary (kernels, connections, FLOP, weights, system)."""
@@ -213,7 +213,7 @@ def validate(
 
 @app.command()
 def convert(
-    setup: Annotated[Path, typer.Argument(help="DFModel setup.txt (protobuf text format).")],
+    setup: Annotated[Path, typer.Argument(metavar="SETUP", help="DFModel setup.txt (protobuf text format).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the dfsearch TOML spec.")],
 ) -> None:
     """Convert a DFModel setup.txt into a dfsearch TOML spec (same model, same numbers)."""
@@ -233,7 +233,7 @@ def convert(
 )
 def generate(
     ctx: typer.Context,
-    kind: Annotated[str, typer.Argument(help="Generator: llm, llm-fwd, llm-decode, dlrm, hpl or fft.")],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="Generator: llm, llm-fwd, llm-decode, dlrm, hpl or fft.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the graph file (TOML).")],
 ) -> None:
     """Write the dataflow graph of a workload generator, e.g.
@@ -275,6 +275,44 @@ def generate(
     header = f"dfsearch generate {kind} " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in params.items())
     output.write_text(graph_to_toml(graph, header=header))
     typer.echo(f"wrote {output} ({len(graph.kernels)} kernels, {len(graph.connections)} connections, {graph.flop:.6g} FLOP)")
+
+
+@app.command()
+def check(
+    spec: Annotated[Path, typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt.")],
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", metavar="S", help="Time limit of the exact solver.")
+    ] = 60.0,
+    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,  # noqa: UP007
+    json_out: JsonOpt = None,
+) -> None:
+    """Run the search and an exact solver (OR-Tools CP-SAT) on the same instance and report
+    how far the search is from the optimum (or from the solver's bound). Needs
+    'pip install "dfsearch[exact]"'."""
+    from dfsearch import api
+    from dfsearch.errors import SolverUnavailableError
+
+    try:
+        from dfsearch.check import check as run_check
+
+        s = api.load(spec)
+        result = run_check(s, time_limit_s=time_limit, seed=s.search.seed if seed is None else seed)
+    except (SpecError, InfeasibleError, SolverUnavailableError) as exc:
+        raise _fail(exc) from None
+    data = result.to_json()
+    if json_out != "-":
+        h, e = data["heuristic"], data["exact"]
+        lines = [
+            f"dfsearch {__version__}: exact check of {spec}",
+            f"heuristic  final_s {h['final_s']:.10g}  in {h['seconds']:.3g} s",
+            f"exact      {e['status']}: final_s {e['final_s'] if e['final_s'] is None else format(e['final_s'], '.10g')}, "
+            f"bound {e['bound_s'] if e['bound_s'] is None else format(e['bound_s'], '.10g')} s, in {e['seconds']:.3g} s",
+        ]
+        if data.get("gap") is not None:
+            lines.append(f"gap        {data['gap']:.4%} ({data.get('gap_kind')})")
+        typer.echo("\n".join(lines))
+    if json_out:
+        _write_json(_finite(data), json_out)
 
 
 @app.command()
