@@ -122,7 +122,8 @@ def _min_cores(a, b, z, tau):
 def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_ps):
     """Exact core allocation of one configuration: minimise the slowest kernel's cycles
     subject to the sum of PL*PS <= budget (binary search on the cycle target, C.5).
-    Kernels with explicit pl_in/ps_in keep them. Returns (max cycles, status)."""
+    Kernels with explicit pl_in/ps_in keep them. Returns (max cycles, status, cores the
+    configuration needs at the least: fixed cores + one per free kernel)."""
     floor = 0
     free = budget
     nfree = 0
@@ -139,9 +140,9 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         else:
             nfree += 1
     if free < nfree:
-        return 0, CORES
+        return 0, CORES, budget - free + nfree
     if nfree == 0:
-        return floor, OK
+        return floor, OK, budget - free
     lo, hi = floor, floor
     for j in range(lo_i, hi_i):
         k = members[j]
@@ -171,7 +172,7 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         if not (pl_in[k] > 0 and ps_in[k] > 0):
             _, pl, ps = _min_cores(k_a[k], k_b[k], k_z[k], lo)
             k_pl[k], k_ps[k] = pl, ps
-    return lo, OK
+    return lo, OK, budget - free + nfree
 
 
 @jit
@@ -341,6 +342,15 @@ def _eval_rows(
                 if tiling:
                     _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div, ndiv,
                                    cap, si[I_TF_DIVIDES], k_tf)  # fmt: skip
+                    # v2: no divisor of the weight bytes may be large enough
+                    for c in range(nc):
+                        if cfg[c, CFG_SRAM] - cap > worst:
+                            worst = cfg[c, CFG_SRAM] - cap
+                            bad = True
+                    if bad:
+                        res[RES_VIOLATION] = worst
+                        status = SRAM
+                        break
                 else:
                     for c in range(nc):
                         cfg[c, CFG_SRAM] += div[c]
@@ -393,11 +403,11 @@ def _eval_rows(
                 for c in range(nc):
                     if cnt[c] == 0:
                         continue
-                    cyc, st = _allocate(
+                    cyc, st, need = _allocate(
                         members, start[c], start[c + 1], k_a, k_b, k_z, cores, pl_in, ps_in, k_pl, k_ps
                     )
                     if st != OK:
-                        res[RES_VIOLATION] = cnt[c] - cores
+                        res[RES_VIOLATION] = need - cores
                         status = CORES
                         break
                     cfg[c, CFG_CYCLES] = cyc
@@ -489,8 +499,9 @@ def _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div
                         if cfg[cc, CFG_SRAM] + div[cc] > cap:
                             need = 2.0 * e_sram_b[e] * ndiv[cc] / (cap - cfg[cc, CFG_SRAM])
                             tf = max(tf, max(2, int(math.ceil(need))))
-            if divides == 1 and tf > 1:
-                tf = _smallest_divisor_at_least(int(k_wsram[k]), tf)
+            wb = int(k_wsram[k])
+            if divides == 1 and tf > 1 and wb > 0:
+                tf = _smallest_divisor_at_least(wb, tf)
             k_tf[k] = tf
     for k in range(n):
         c = config[k]
@@ -694,7 +705,7 @@ def set_cost(
     cores = si[I_CORES]
     if si[I_CYCLE_MODEL] == 1:
         if cnt > 0:
-            cyc, st = _allocate(members, 0, cnt, k_a, k_b, k_z, cores, zero, zero, k_pl, k_ps)
+            cyc, st, _ = _allocate(members, 0, cnt, k_a, k_b, k_z, cores, zero, zero, k_pl, k_ps)
             if st != OK:
                 out[SET_STATUS] = CORES
                 out[SET_VIOLATION] = cnt - cores

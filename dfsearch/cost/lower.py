@@ -248,8 +248,8 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     peak = acc.peak_gflops
     cycle_model = ex.compute_util == 0.0
     grid = network.hpl_grid(shape) if kind is WorkloadKind.HPL else (1, 1)
-    sharding = tuple(Dim.NO for _ in kernels) if not is_llm else outer.sharding
     skip_ic = ex.skip_inter_chip_optimization
+    sharding = outer.sharding if (is_llm and not skip_ic) else tuple(Dim.NO for _ in kernels)
 
     # --- batch structure (§3.2, §3.9)
     if is_llm:

@@ -7,6 +7,7 @@ lowering time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dfsearch.codes import Equations, Parallelism, Topology
@@ -136,38 +137,35 @@ def a2a_factors(
         return s * (s - 1) / 2.0 if equations is Equations.V2 else s * s / 4.0
 
     variant = system.variant
-    msg: list[float]
-    bwf: list[float]
-    if variant == "sw":
-        msg, bwf = [full], [x]
-    elif variant == "fc":
-        msg, bwf = [full], [fc_bwf(x)]
-    elif variant == "r":
-        msg, bwf = [full], [2.0]
-    elif variant == "r_r":
-        msg, bwf = [full, full], [2.0 * x, 2.0 * y]
-    elif variant == "fc_fc":
-        msg, bwf = [x * (x - 1) / 2.0, full], [fc_bwf(x), fc_bwf(y)]
-    elif variant == "r_fc":
-        msg, bwf = [x * (x - 1) / 2.0, full], [2.0, fc_bwf(y)]
-    elif variant == "r_sw":
-        msg, bwf = [x * (x - 1) / 2.0, full], [2.0, y]
-    elif variant == "sw_sw":
-        msg, bwf = [x * (x - 1) / 2.0, full], [x, y]
-    elif variant == "r_r_r":
-        msg, bwf = [full, full, full], [2.0 * x * y, 2.0 * x * z, 2.0 * y * z]
-    elif variant == "r_sw_sw":
-        msg, bwf = [x * (x - 1) / 2.0, x * y * (x * y - 1) / 2.0, full], [2.0, y, z]
-    elif variant == "sw_sw_sw":
-        msg, bwf = [x * (x - 1) / 2.0, x * y * (x * y - 1) / 2.0, full], [x, y, z]
-    else:  # pragma: no cover - validation rejects other combinations
+    # per dimension: (message count, links across the bisection); "N" marks the outermost
+    # all-pairs factor N(N-1)/2, which the legacy equations replace (D1 (c))
+    inner_x = x * (x - 1) / 2.0
+    inner_xy = x * y * (x * y - 1) / 2.0
+    table: dict[str, list[tuple[float | str, float]]] = {
+        "sw": [("N", x)],
+        "fc": [("N", fc_bwf(x))],
+        "r": [("N", 2.0)],
+        "r_r": [("N", 2.0 * x), ("N", 2.0 * y)],
+        "fc_fc": [(inner_x, fc_bwf(x)), ("N", fc_bwf(y))],
+        "r_fc": [(inner_x, 2.0), ("N", fc_bwf(y))],
+        "r_sw": [(inner_x, 2.0), ("N", y)],
+        "sw_sw": [(inner_x, x), ("N", y)],
+        "r_r_r": [("N", 2.0 * x * y), ("N", 2.0 * x * z), ("N", 2.0 * y * z)],
+        "r_sw_sw": [(inner_x, 2.0), (inner_xy, y), ("N", z)],
+        "sw_sw_sw": [(inner_x, x), (inner_xy, y), ("N", z)],
+    }
+    if variant not in table:  # pragma: no cover - validation rejects other combinations
         raise ValueError(f"unknown topology variant {dims}")
-    if equations is Equations.LEGACY:
-        if variant == "r_r":
-            msg = [n * n / 2.0, n * n / 2.0]
-        else:
-            msg = [n * n if m == full else m for m in msg]
-    return tuple(m / (bw * f) for m, bw, f in zip(msg, bws, bwf))
+    out = []
+    for (m, f), bw in zip(table[variant], bws):
+        if m == "N":
+            if equations is Equations.LEGACY:
+                m = n * n / 2.0 if variant == "r_r" else float(n * n)
+            else:
+                m = full
+        # a dimension with no link across its bisection carries no traffic (0) or cannot (inf)
+        out.append(0.0 if m == 0 else (m / (bw * f) if f > 0 else math.inf))
+    return tuple(out)
 
 
 def hpl_grid(shape: tuple[int, ...]) -> tuple[int, int]:

@@ -1,16 +1,23 @@
 """A deliberately naive, pure-Python twin of the evaluator, used only by tests.
 
-Written straight from MODEL.md (§2.3, §3, §4, §7, Appendix A) and the interpretation decisions
-of the jitted evaluator (listed in ``tests/test_reference_differential.py``), without looking
-at the lowering or the jitted code. Everything is spelled out: the 0/1 matrices A, B, D, E, F,
-H of MODEL.md §3.4 are built as lists of lists and every per-configuration quantity is a plain
-sum over all kernels or all edges weighted by those matrices. Speed is irrelevant here;
+Written straight from MODEL.md (§2.3, §3, §4, §7, Appendix A) and the team's interpretation
+decisions (docs/model.md; listed in ``tests/test_reference_differential.py``), independently
+of the lowering and the jitted code. Everything is spelled out: the 0/1 matrices A, B, D, E,
+F, H of MODEL.md §3.4 are built as lists of lists and every per-configuration quantity is a
+plain sum over all kernels or all edges weighted by those matrices. Speed is irrelevant here;
 obviousness is the point. The differential tests compare this twin with
 ``dfsearch.cost.model.evaluate``.
 
 The optimal core allocation of the cycle model (MODEL.md §3.6) is found by exhaustive
 enumeration of every (Par_lane, Par_stage) pair of every kernel, which is only practical for
-the tiny core counts the tests use.
+the tiny core counts the tests use. A kernel's pair is fixed by the decision only when both
+``par_lane`` and ``par_stage`` give it a value > 0.
+
+Weight tiling (MODEL.md §3.5, docs/model.md): a weight kernel alone in its configuration
+divides its weight and its out-edges' spilled footprints by tf; each non-zero divisible
+footprint of an overfull configuration gets an equal share of the slack, tf >= 2; v2 rounds
+tf up to a divisor of the weight bytes (any tf divides 0 bytes); when no divisor is large
+enough, the largest (the weight bytes) is taken and the configuration does not fit (SRAM).
 """
 
 from __future__ import annotations
@@ -428,7 +435,9 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         0.0 if graph.connections[e].zero_out else float(sM[src[e]] * sN[src[e]] * word) for e in Es
     ]
     weight_full = [float(sM[k] * sK[k] * word) for k in weights]
-    weight_sram = [0.0 if kernels[k].skip_weight else weight_full[i] for i, k in enumerate(weights)]
+    weight_sram = [
+        0.0 if kernels[k].skip_weight else weight_full[i] for i, k in enumerate(weights)
+    ]
     depth = list(gs.depths)
 
     # ---------------------------------------------------------------- SRAM (§3.5, §7 item 29)
@@ -458,14 +467,15 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         for c in C:
             if F[i][c]:
                 contrib.append((c, weight_sram[i] * F[i][c], k if lone[k] else -1))
-    if v2:
-        for k in K:
-            for c in C:
-                if A[k][c]:
-                    contrib.append((c, kernels[k].sram_extra_bytes * A[k][c], -1))
+    # sram_extra (a v2 field) acts in every equation set (docs/model.md)
+    for k in K:
+        for c in C:
+            if A[k][c]:
+                contrib.append((c, kernels[k].sram_extra_bytes * A[k][c], -1))
     fx = [sum(x for cc, x, o in contrib if cc == c and o < 0) for c in C]
     dv = [sum(x for cc, x, o in contrib if cc == c and o >= 0) for c in C]
-    nd = [sum(1 for cc, _, o in contrib if cc == c and o >= 0) for c in C]
+    # zero-byte contributions (skip_weight weights, zero_out edges) need no share of the SRAM
+    nd = [sum(1 for cc, x, o in contrib if cc == c and o >= 0 and x > 0) for c in C]
     tf = [1] * nk
     if sram_checked and not sram_unlimited:
         failing = [
@@ -480,21 +490,23 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                 continue
             need = 1
             for c, x, o in contrib:
-                if o == k and fx[c] + dv[c] > cap:
+                if o == k and fx[c] + dv[c] > cap:  # zero-byte ones too: tf >= 2
                     need = max(need, 2, math.ceil(x * nd[c] / (cap - fx[c])))
             if v2 and need > 1:
                 wbytes = int(weight_sram[weights.index(k)])
-                divisors = [d for d in range(need, wbytes + 1) if wbytes % d == 0]
-                if divisors:
-                    need = divisors[0]
+                if wbytes > 0:
+                    divisors = [d for d in range(need, wbytes + 1) if wbytes % d == 0]
+                    need = divisors[0] if divisors else wbytes
             tf[k] = need
     sram = [fx[c] + sum(x / tf[o] for cc, x, o in contrib if cc == c and o >= 0) for c in C]
+    if sram_checked and not sram_unlimited and any(sram[c] > cap for c in C):
+        return _fail(Status.SRAM, max(sram[c] - cap for c in C), **extra)
     extra["weight_tiling"] = tuple(tf)
 
     # ---------------------------------------------------------------- DRAM (§3.5)
     mem = system.memory
     alive = [tiles[c] * sum(b[e] * E[e][c] for e in Es) for c in C]
-    dram_extra = sum(kern.dram_extra_bytes for kern in kernels) if v2 else 0.0
+    dram_extra = sum(kern.dram_extra_bytes for kern in kernels)  # every equation set
     if llm or dlrm:
         total = lps * sum(weight_full[i] * F[i][c] for i in range(len(weights)) for c in C)
         total += mbs * max(alive)
@@ -560,29 +572,33 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                     and kern.type is ComputeType.SYSTOLIC
                     else 0
                 )
+                streams_k = streams(k)
+                if fix_pl[k] > 0 and fix_ps[k] > 0:  # a kernel's pair is fixed only as a pair
+                    pairs = [(fix_pl[k], fix_ps[k])]
+                elif kern.type is ComputeType.SIMD:
+                    pairs = [(pl, 1) for pl in range(1, cores + 1)]
+                else:
+                    pairs = [
+                        (pl, ps) for pl in range(1, cores + 1) for ps in range(1, cores // pl + 1)
+                    ]
                 opts = []
-                for pl in range(1, cores + 1):
-                    ps_range = [1] if kern.type is ComputeType.SIMD else range(1, cores // pl + 1)
-                    for ps in ps_range:
-                        if pl * ps > cores:
-                            continue
-                        if fix_pl[k] > 0 and pl != fix_pl[k]:
-                            continue
-                        if fix_ps[k] > 0 and kern.type is not ComputeType.SIMD and ps != fix_ps[k]:
-                            continue
-                        cyc = _cycles(kern.type, sM[k], sK[k], sN[k], pl, ps, W, Hh, eff, streams(k))
-                        opts.append((cyc, pl, ps))
+                for pl, ps in pairs:
+                    cyc = _cycles(kern.type, sM[k], sK[k], sN[k], pl, ps, W, Hh, eff, streams_k)
+                    opts.append((cyc, pl, ps))
                 options.append(opts)
-            best = _best_allocation(options, cores) if all(options) else None
+            best = _best_allocation(options, cores)
             if best is None:
-                least = sum(min((pl * ps for _, pl, ps in o), default=cores + 1) for o in options)
-                return _fail(Status.CORES, max(least, members[c]) - cores, **extra)
+                least = sum(min(pl * ps for _, pl, ps in o) for o in options)
+                return _fail(Status.CORES, least - cores, **extra)
             max_cycles[c] = best
             compute[c] = tiles[c] * best / freq
 
     # ---------------------------------------------------------------- memory (§3.7)
     memory = [
-        (tiles[c] * sum(b[e] * D[e][c] for e in Es) + sum(kernels[k].memory_bytes * A[k][c] for k in K))
+        (
+            tiles[c] * sum(b[e] * D[e][c] for e in Es)
+            + sum(kernels[k].memory_bytes * A[k][c] for k in K)
+        )
         / dram_bw
         for c in C
     ]
