@@ -79,6 +79,9 @@ def min_cycles(a, b, z, budget):
     """
     if a <= 0 or b <= 0 or z <= 0:
         return 0, 1, 1
+    if b == 1:  # one stage (SIMD): every core on lanes
+        pl = min(a, budget)
+        return _cdiv(a, pl) * z, pl, 1
     best, bpl, bps = _BIG, 1, 1
     pl = 1
     while pl <= budget:
@@ -103,6 +106,9 @@ def _min_cores(a, b, z, tau):
     r = tau // z
     if r < 1:
         return _BIG, 1, 1
+    if b == 1:  # one stage (SIMD): the smallest PL with ceil(a/PL) <= r
+        pl = _cdiv(a, r)
+        return pl, pl, 1
     best, bpl, bps = _BIG, 1, 1
     pl = 1
     while pl < best:

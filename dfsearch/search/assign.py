@@ -131,12 +131,14 @@ def assign_configs(
     max_states: int = MAX_STATES,
     seed: int = 0,
     anneal_iterations: int = 200,
+    deadline: float | None = None,
 ) -> Assignment:
     """Best configuration assignment for one lowered problem (see module docstring).
 
     ``method``: "auto" (ideal DP, falling back to order DP + annealing), "ideal-dp",
     "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
-    simulated annealing over topological orders, seeded).
+    simulated annealing over topological orders, seeded). Annealing stops at ``deadline``
+    (a ``time.perf_counter()`` value) when one is given.
     """
     from dfsearch.search import _dp
 
@@ -202,8 +204,9 @@ def assign_configs(
             if method in ("auto", "anneal") and anneal_iterations > 0:
                 used = "anneal"
                 value3, assign3 = _anneal(
-                    problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations
-                )
+                    problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations,
+                    deadline,
+                )  # fmt: skip
                 if value3 < value2:
                     value2, assign2 = value3, assign3
             if value2 < value:
@@ -288,7 +291,7 @@ def _order(problem, order, allowed, bw, live_cap, stats):
     return float(value), assign
 
 
-def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations):
+def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, deadline):
     """Simulated annealing over topological orders; each order scored by the order DP.
 
     Move: shift one kernel to another position inside the window its predecessors and
@@ -305,7 +308,11 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     cur_value, best_value = start_value, start_value
     best_assign = None
     temp = 0.02
+    import time
+
     for _ in range(iterations):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         pos = {k: i for i, k in enumerate(order)}
         k = order[int(rng.integers(n))]
         lo = max((pos[p] for p in preds[k]), default=-1) + 1

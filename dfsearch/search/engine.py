@@ -108,7 +108,7 @@ def search(
         lb = outer_mod.lower_bound_ns(problem)
         if best.ev is not None and lb >= best.ev.final_ns:
             return lb  # cannot beat the incumbent: solved by its bound
-        a = assign_configs(problem)
+        a = assign_configs(problem, seed=seed, deadline=deadline)
         evals += a.evaluations
         if a.config is not None:
             methods.add(a.method)
