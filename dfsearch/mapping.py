@@ -109,7 +109,7 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         config = tuple(range(len(kernels)))
     else:
         config_l = []
-        for i, k in enumerate(kernels):
+        for k in kernels:
             v = cfg_table.get(k.name)
             if v is None and k.config >= 0:
                 v = k.config

@@ -984,7 +984,7 @@ class _Builder:
         if variant in _LLM_LIKE:
             self.add(
                 wnode.path,
-                f"is a v1 workload variant that dfsearch does not support: DFModel runs it as a "
+                "is a v1 workload variant that dfsearch does not support: DFModel runs it as a "
                 "one-layer, batch-1 LLM without the inter-chip pass and without the pipeline "
                 "point-to-point term, which dfsearch does not model. Use 'llm { ... }' (with "
                 "'skip_inter_chip_optimization: true') or a dfsearch TOML spec instead.",

@@ -118,7 +118,7 @@ def _operands(
     the consumer's incoming connections (first -> 1, later -> 2)."""
     seen: dict[int, int] = {}
     out = []
-    for e, (s, d) in enumerate(zip(src, dst)):
+    for e, d in enumerate(dst):
         order = seen.get(d, 0)
         seen[d] = order + 1
         k = graph.kernels[d]
