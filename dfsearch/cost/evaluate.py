@@ -607,13 +607,15 @@ def set_cost(
     where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
 ):  # fmt: skip
     """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
-    configurations, 0 for later ones (the DP over order ideals, DESIGN.md §4).
+    configurations (3: an earlier weight kernel alone in its configuration, whose output
+    buffers are weight-tiled), 0 for later ones (the DP over order ideals, DESIGN.md §4).
 
     The same equations as ``_eval`` restricted to one configuration: set-local except the
     SRAM read-side footprint of buffers produced by a lone weight kernel of another
-    configuration, counted untiled here (an over-estimate; ``out[SET_HIDDEN]`` = 1 when a
-    rejection might be due to it); with ``relax`` = 1 those footprints count 0 instead, which
-    turns the DP into a lower bound. ``live_cap`` bounds T_c * live activation bytes (DRAM).
+    configuration, when the caller does not mark it with 3: counted untiled (``relax`` = 0, an
+    over-estimate; ``out[SET_HIDDEN]`` = 1 when a rejection might be due to it), or free
+    (``relax`` = 1, which turns a DP into a lower bound); ``relax`` = 2: the caller marks
+    lone weight kernels exactly. ``live_cap`` bounds T_c * live activation bytes (DRAM).
     Writes out[SET_II] (inf if infeasible), SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION.
     """
     n = k_a.shape[0]
@@ -674,13 +676,15 @@ def set_cost(
             fp = 2.0 * e_sram_b[e]
             if s_in and lone_w >= 0:
                 div += fp
+            elif d_in and where[s] == 3:
+                div += fp
             elif d_in and k_isw[s] == 1 and relax == 1:
                 pass
             else:
                 sram += fp
-                if d_in and k_isw[s] == 1:
+                if d_in and k_isw[s] == 1 and relax == 0:
                     hidden += fp
-        if where[s] != 0 and where[d] != 2 and not (s_in and d_in):
+        if where[s] != 0 and where[d] < 2 and not (s_in and d_in):
             live += e_b[e]
     tcc = si[I_T]
     if si[I_PER_CONFIG_TILES] == 1 and nset > 0:

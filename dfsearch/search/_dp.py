@@ -2,7 +2,8 @@
 
 An assignment with Config(src) <= Config(dst) on every edge is a chain of order ideals
 0 = I_0 <= I_1 <= ... <= I_C = all kernels, configuration c holding I_{c+1} minus I_c, and the
-objective is a sum over configurations of a function of (I_c, I_{c+1}) (``set_cost``). So the
+objective is a sum over configurations of a function of (I_c, I_{c+1}) and of which earlier
+weight kernels sat alone in their configuration (weight tiling; ``set_cost``). So the
 optimum over *all* assignments is a shortest path over chains of ideals: ``ideal_dp``, with
 ideals as int64 bitmasks (graphs of at most 62 kernels) and a state budget. ``order_dp`` is the
 same recursion restricted to the prefixes of one topological order (contiguous blocks), for
@@ -24,6 +25,7 @@ __all__ = ["ideal_dp", "order_dp", "NUM_STATS"]
 ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(7)
 NUM_STATS = 7
 _SRAM, _DRAM, _CORES, _CONFIG = 1, 2, 3, 7
+_STATE_KEY = types.UniTuple(types.int64, 2)  # (ideal, lone weight kernels still read)
 
 
 @jit
@@ -50,20 +52,23 @@ def ideal_dp(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, topo, allowed, must, dram_bw, live_cap, relax, max_states, assign, stats,
+    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, assign, stats,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment.
 
-    ``preds[k]``: bitmask of k's predecessors; ``topo``: a topological order;
-    ``allowed[c]``/``must[c]``: kernels configuration c may hold / that must be placed by the
-    end of configuration c. Writes the best assignment into ``assign`` and returns its value
-    (inf if none is feasible). ``stats[ST_OVERFLOW]`` = 1 when a level exceeded
-    ``max_states`` (result then not exhaustive).
+    A state is (ideal I, L): L = the weight kernels of I that sit alone in their
+    configuration (so their weight and output buffers are tiled, MODEL.md §3.5) and still
+    have consumers outside I. ``preds[k]``/``succs[k]``: bitmasks of k's predecessors /
+    successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``: kernels
+    configuration c may hold / that must be placed by the end of configuration c. Writes the
+    best assignment into ``assign`` and returns its value (inf if none is feasible).
+    ``stats[ST_OVERFLOW]`` = 1 when a level exceeded ``max_states`` (then not exhaustive).
     """
     n = k_a.shape[0]
     nc = allowed.shape[0]
     full = (np.int64(1) << n) - 1
     masks = np.zeros((nc + 1, max_states), np.int64)
+    lones = np.zeros((nc + 1, max_states), np.int64)
     costs = np.full((nc + 1, max_states), np.inf)
     parent = np.zeros((nc + 1, max_states), np.int64)
     count = np.zeros(nc + 1, np.int64)
@@ -78,12 +83,13 @@ def ideal_dp(
     st_pos = np.zeros(n + 2, np.int64)
     st_mask = np.zeros(n + 2, np.int64)
     for c in range(nc):
-        index = Dict.empty(key_type=types.int64, value_type=types.int64)
+        index = Dict.empty(key_type=_STATE_KEY, value_type=types.int64)
         alw = allowed[c]
         mst = must[c]
         last = c == nc - 1
         for idx in range(count[c]):
             base_mask = masks[c, idx]
+            base_lone = lones[c, idx]
             base = costs[c, idx]
             if base == np.inf:
                 continue
@@ -116,40 +122,64 @@ def ideal_dp(
                 if dead or (last and jm != full):
                     continue
                 # evaluate configuration c = jm minus base_mask
+
+                cnt = 0
+                one = -1
                 for k in range(n):
                     bit = np.int64(1) << k
-                    if base_mask & bit:
+                    if base_lone & bit:
+                        where[k] = 3
+                    elif base_mask & bit:
                         where[k] = 2
                     elif jm & bit:
                         where[k] = 1
+                        cnt += 1
+                        one = k
                     else:
                         where[k] = 0
                 set_cost(
                     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
                     k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
                     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
+                    where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out,
                 )  # fmt: skip
                 stats[ST_EVALS] += 1
                 ii = out[SET_II]
                 if ii == np.inf:
                     _record(stats, out)
-                else:
-                    total = base + ii
-                    if jm in index:
-                        j = index[jm]
-                        if total < costs[c + 1, j]:
-                            costs[c + 1, j] = total
-                            parent[c + 1, j] = idx
-                    elif count[c + 1] < max_states:
-                        j = count[c + 1]
-                        index[jm] = j
-                        masks[c + 1, j] = jm
+                    continue
+                lone = base_lone
+                if cnt == 1 and k_isw[one] == 1:
+                    lone |= np.int64(1) << one
+                # keep only lone kernels whose buffers are still read later
+                keep = np.int64(0)
+                rest = lone
+                while rest != 0:
+                    low = rest & -rest
+                    k = 0
+                    while (np.int64(1) << k) != low:
+                        k += 1
+                    if succs[k] & ~jm:
+                        keep |= low
+                    rest &= rest - 1
+                key = (jm, keep)
+                total = base + ii
+                if key in index:
+                    j = index[key]
+                    if total < costs[c + 1, j]:
                         costs[c + 1, j] = total
                         parent[c + 1, j] = idx
-                        count[c + 1] += 1
-                    else:
-                        stats[ST_OVERFLOW] = 1.0
+                elif count[c + 1] < max_states:
+                    j = count[c + 1]
+                    index[key] = j
+                    masks[c + 1, j] = jm
+                    lones[c + 1, j] = keep
+                    costs[c + 1, j] = total
+                    parent[c + 1, j] = idx
+                    count[c + 1] += 1
+                else:
+                    stats[ST_OVERFLOW] = 1.0
+
     best = np.inf
     bj = -1
     for j in range(count[nc]):

@@ -179,22 +179,15 @@ def assign_configs(
                 for k in range(n):
                     if not allowed[k, c + 1 :].any():
                         must[c] |= np.int64(1) << np.int64(k)
+            succs = np.zeros(n, dtype=np.int64)
+            for s_, d_ in zip(problem.e_src, problem.e_dst):
+                succs[s_] |= np.int64(1) << np.int64(d_)
             value = _dp.ideal_dp(
-                *problem.args(), preds, topo, am, must, bw, live_cap, 0, max_states, assign, stats
-            )
-            exhaustive = stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] == 0
+                *problem.args(), preds, succs, topo, am, must, bw, live_cap, max_states, assign,
+                stats,
+            )  # fmt: skip
+            exhaustive = stats[_dp.ST_OVERFLOW] == 0
             bound = value if exhaustive else 0.0
-            if stats[_dp.ST_OVERFLOW] == 0 and stats[_dp.ST_HIDDEN] > 0:
-                # the relaxation (lone-weight read-side buffers free) is a lower bound; its
-                # assignment, when exactly feasible, is optimal (times do not depend on SRAM)
-                tmp = np.full(n, -1, dtype=np.int64)
-                st2 = _fresh_stats(stats)
-                bound = _dp.ideal_dp(
-                    *problem.args(), preds, topo, am, must, bw, live_cap, 1, max_states, tmp, st2
-                )
-                stats[_dp.ST_EVALS] += st2[_dp.ST_EVALS]
-                value, assign = _take_relaxed(problem, value, assign, bound, tmp)
-                exhaustive = bound >= value * (1 - 1e-12)
             overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
         else:
             overflow = True
