@@ -499,7 +499,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                     need = divisors[0] if divisors else wbytes
             tf[k] = need
     sram = [fx[c] + sum(x / tf[o] for cc, x, o in contrib if cc == c and o >= 0) for c in C]
-    if sram_checked and not sram_unlimited and any(sram[c] > cap for c in C):
+    if sram_checked and not sram_unlimited and any(sram[c] - cap > 1e-9 * cap for c in C):
         return _fail(Status.SRAM, max(sram[c] - cap for c in C), **extra)
     extra["weight_tiling"] = tuple(tf)
 

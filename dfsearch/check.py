@@ -1,0 +1,176 @@
+"""Certify a search result with the exact solver (``dfsearch check``; needs ``dfsearch[exact]``).
+
+``check(spec)`` runs the heuristic search, takes its best outer choices (shape, sharding,
+micro-batch size, tile count, number of configurations), and solves the configuration
+assignment for those choices exactly with CP-SAT (``dfsearch.search.exact``), seeded with
+the heuristic's assignment. It reports both final times, the exact solver's proven lower
+bound and the gap. A heuristic that beats a proven bound, or a heuristic that claims a
+proven optimum which the exact solver improves on, is a bug: ``check`` raises
+``RuntimeError`` rather than report it.
+
+The certificate covers the configuration assignment for the heuristic's outer choices
+only: other shapes, tile counts or configuration counts are not re-solved exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dfsearch.cost.lower import Outer
+from dfsearch.search.exact import ExactResult
+from dfsearch.spec import Spec
+
+__all__ = ["CheckResult", "check", "REL_TOL"]
+
+#: relative tolerance of the consistency checks between the heuristic and the exact solver
+REL_TOL = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The heuristic's result next to the exact solver's, for the same outer choices.
+
+    ``gap``: (heuristic - optimum) / optimum when the exact solver proved the optimum
+    (``gap_kind`` "vs_optimum"); otherwise (heuristic - bound) / heuristic, an upper bound
+    on the true gap ("vs_bound"); None without a bound. Both on final_s.
+    """
+
+    heuristic_final_s: float
+    heuristic_seconds: float
+    heuristic_proven: bool | None  #: the search's own optimality claim
+    heuristic_config: tuple[int, ...]
+    outer: Outer
+    exact: ExactResult
+    exact_final_s: float | None
+    exact_bound_s: float | None
+    gap: float | None
+    gap_kind: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"heuristic": {...}, "exact": {...}, "gap", "gap_kind"}`` (JSON-ready)."""
+        ex = self.exact
+        bound = self.exact_bound_s
+        return {
+            "heuristic": {
+                "final_s": self.heuristic_final_s,
+                "seconds": self.heuristic_seconds,
+                "proven_optimal": self.heuristic_proven,
+            },
+            "exact": {
+                "status": ex.status,
+                "final_s": self.exact_final_s,
+                "bound_s": bound if bound is None or math.isfinite(bound) else None,
+                "seconds": ex.seconds,
+                "message": ex.message,
+            },
+            "gap": self.gap,
+            "gap_kind": self.gap_kind,
+        }
+
+
+def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult:
+    """Run the search on ``spec``, then solve its configuration assignment exactly.
+
+    The exact solver (OR-Tools CP-SAT) works on the heuristic's best outer choices (shape,
+    sharding, micro-batch size, tile count, number of configurations) and is seeded with
+    the heuristic's assignment. It reports "optimal" (proven), "feasible" (time limit),
+    "infeasible", "too_large" (outside its limits: more than 24 kernels or 8
+    configurations; reported, not an error) or "unknown". The gap is measured against the
+    proven optimum when there is one, otherwise against the proven lower bound (an upper
+    bound on the true gap).
+
+    Exit codes of ``dfsearch check``: 0 when the check ran (whatever the exact status),
+    1 when the spec is infeasible, 2 when OR-Tools is missing
+    (``pip install "dfsearch[exact]"``).
+
+    Parameters
+    ----------
+    spec : Spec
+        A validated spec.
+    time_limit_s : float, default 60
+        Wall-clock limit of the exact solve (the search uses the spec's own limit).
+    seed : int, default 0
+        Seed of the search and of CP-SAT.
+
+    Returns
+    -------
+    CheckResult
+
+    Raises
+    ------
+    SolverUnavailableError
+        If OR-Tools is not installed (exit code 2); raised before the search runs.
+    InfeasibleError
+        If the search finds no feasible mapping (exit code 1).
+    RuntimeError
+        If the heuristic beats the exact solver's proven bound, the exact solver proves
+        infeasible what the heuristic mapped, or the search claims a proven optimum that
+        the exact solver improves on: a bug in one of them.
+    """
+    from dfsearch.cost.lower import lower
+    from dfsearch.search.engine import search
+    from dfsearch.search.exact import _require_ortools, solve_exact
+    from dfsearch.search.outer import final_from_ii
+
+    _require_ortools()
+    run = search(spec, seed=seed)
+    ev = run.evaluation
+    d = ev.decision
+    outer = Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, len(ev.configs))
+    problem = lower(spec, outer)
+    h_ii = ev.all_config_ii_ns
+    ex = solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed)
+
+    def final_s(ii: float | None) -> float | None:
+        if ii is None:
+            return None
+        if not math.isfinite(ii):
+            return ii
+        return final_from_ii(problem, ii) / 1e9
+
+    _consistency(ex, h_ii, run.search.optimal)
+    h_final = ev.final_s
+    exact_final = final_s(ex.value_ns)
+    bound_final = final_s(ex.bound_ns)
+    gap: float | None = None
+    kind: str | None = None
+    if ex.status == "optimal" and exact_final is not None and exact_final > 0:
+        # the heuristic may beat the re-scored optimum by at most the scaling slack
+        gap, kind = max(0.0, (h_final - exact_final) / exact_final), "vs_optimum"
+    elif bound_final is not None and math.isfinite(bound_final) and h_final > 0:
+        gap, kind = max(0.0, (h_final - bound_final) / h_final), "vs_bound"
+    return CheckResult(
+        heuristic_final_s=h_final,
+        heuristic_seconds=run.search.seconds,
+        heuristic_proven=run.search.optimal,
+        heuristic_config=tuple(d.config),
+        outer=outer,
+        exact=ex,
+        exact_final_s=exact_final,
+        exact_bound_s=bound_final,
+        gap=gap,
+        gap_kind=kind,
+    )
+
+
+def _consistency(ex: ExactResult, h_ii: float, h_proven: bool | None) -> None:
+    """Raise RuntimeError when the heuristic's and the exact solver's answers contradict."""
+    if ex.status == "infeasible":
+        raise RuntimeError(
+            f"BUG: the exact solver proves infeasible an assignment problem the heuristic "
+            f"solved (sum of IIs {h_ii:.9g} ns)"
+        )
+    bound = ex.bound_ns
+    if bound is not None and math.isfinite(bound) and h_ii < bound * (1 - REL_TOL):
+        what = "the proven optimum" if ex.status == "optimal" else "the proven lower bound"
+        raise RuntimeError(
+            f"BUG: the heuristic's sum of IIs {h_ii:.12g} ns beats {what} {bound:.12g} ns "
+            f"(exact status {ex.status}): the heuristic or the exact model is wrong"
+        )
+    if h_proven and ex.value_ns is not None and ex.value_ns < h_ii * (1 - REL_TOL):
+        raise RuntimeError(
+            f"BUG: the search claims a proven optimum ({h_ii:.12g} ns) but the exact solver "
+            f"found {ex.value_ns:.12g} ns for the same outer choices"
+        )
