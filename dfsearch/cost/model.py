@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dfsearch.codes import Status
-from dfsearch.cost.lower import Outer, Problem, lower
+from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
@@ -92,8 +92,8 @@ def outer_status(spec: Spec, outer: Outer) -> tuple[Status, float]:
     chips = spec.system.num_chip // spec.num_copy
     if prod != chips or any(s < 1 for s in outer.shape):
         return Status.SHAPE, float(prod - chips)
-    from dfsearch.cost.network import groups
     from dfsearch.codes import WorkloadKind
+    from dfsearch.cost.network import groups
 
     wl = spec.workload
     if wl.kind is WorkloadKind.LLM:
@@ -155,19 +155,14 @@ def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Ev
     ValueError
         If the decision's lengths do not match the spec.
     """
+    requested = (max(decision.config) + 1) if decision.config else 1
     outer = Outer(
         shape=decision.shape,
         sharding=decision.sharding,
         micro_batch_size=decision.micro_batch_size,
         num_tile=decision.num_tile,
-        num_config=(max(decision.config) + 1) if decision.config else 1,
+        num_config=effective_num_config(spec, requested),
     )
-    from dfsearch.cost.lower import effective_num_config
-
-    outer = Outer(
-        outer.shape, outer.sharding, outer.micro_batch_size, outer.num_tile,
-        effective_num_config(spec, outer.num_config),
-    )  # fmt: skip
     problem = lower(spec, outer, quirks)
     return evaluate_problem(spec, problem, decision, quirks=quirks)
 
