@@ -48,6 +48,20 @@ def _record(stats, out):
 
 
 @jit
+def _grow_int(a, cap):
+    out = np.zeros((a.shape[0], cap), np.int64)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+@jit
+def _grow_float(a, cap):
+    out = np.full((a.shape[0], cap), np.inf)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+@jit
 def ideal_dp(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
@@ -67,10 +81,11 @@ def ideal_dp(
     n = k_a.shape[0]
     nc = allowed.shape[0]
     full = (np.int64(1) << n) - 1
-    masks = np.zeros((nc + 1, max_states), np.int64)
-    lones = np.zeros((nc + 1, max_states), np.int64)
-    costs = np.full((nc + 1, max_states), np.inf)
-    parent = np.zeros((nc + 1, max_states), np.int64)
+    cap = min(max_states, 256)  # states per level; grows geometrically up to max_states
+    masks = np.zeros((nc + 1, cap), np.int64)
+    lones = np.zeros((nc + 1, cap), np.int64)
+    costs = np.full((nc + 1, cap), np.inf)
+    parent = np.zeros((nc + 1, cap), np.int64)
     count = np.zeros(nc + 1, np.int64)
     count[0] = 1
     costs[0, 0] = 0.0
@@ -171,6 +186,12 @@ def ideal_dp(
                         parent[c + 1, j] = idx
                 elif count[c + 1] < max_states:
                     j = count[c + 1]
+                    if j == cap:
+                        cap = min(2 * cap, max_states)
+                        masks = _grow_int(masks, cap)
+                        lones = _grow_int(lones, cap)
+                        parent = _grow_int(parent, cap)
+                        costs = _grow_float(costs, cap)
                     index[key] = j
                     masks[c + 1, j] = jm
                     lones[c + 1, j] = keep
