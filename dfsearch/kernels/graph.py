@@ -84,7 +84,7 @@ class GraphStructure:
             raise ValueError("graph has a cycle")  # validation reports cycles before this
         depths = tuple(levels[d] - levels[s] + 1 for s, d in zip(src, dst))
         tensor = tuple(_out_bytes(graph.kernels[s]) for s in src)
-        operand = _operands(graph, src, dst, tensor)
+        operand = _operands(graph, dst, tensor)
         return GraphStructure(
             names=tuple(k.name for k in graph.kernels),
             src=src,
@@ -110,9 +110,7 @@ def _out_bytes(k: Kernel) -> float:
     return -1.0 if k.output_bytes is None else k.output_bytes
 
 
-def _operands(
-    graph: Graph, src: tuple[int, ...], dst: tuple[int, ...], tensor: tuple[float, ...]
-) -> tuple[int, ...]:
+def _operands(graph: Graph, dst: tuple[int, ...], tensor: tuple[float, ...]) -> tuple[int, ...]:
     """Which input each connection feeds (MODEL.md D4): by byte-size equality with the
     consumer's input sizes, equal sizes -> operand 1; where neither matches, by the order of
     the consumer's incoming connections (first -> 1, later -> 2)."""

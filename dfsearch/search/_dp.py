@@ -137,7 +137,6 @@ def ideal_dp(
                 if dead or (last and jm != full):
                     continue
                 # evaluate configuration c = jm minus base_mask
-
                 cnt = 0
                 one = -1
                 for k in range(n):
@@ -200,7 +199,6 @@ def ideal_dp(
                     count[c + 1] += 1
                 else:
                     stats[ST_OVERFLOW] = 1.0
-
     best = np.inf
     bj = -1
     for j in range(count[nc]):

@@ -84,7 +84,6 @@ from dfsearch.cost.lower import (
     F_DRAM_FIXED,
     F_FREQ,
     F_SRAM_CAP,
-    I_C,
     I_CORES,
     I_CYCLE_MODEL,
     I_FIXED_CONFIG,
