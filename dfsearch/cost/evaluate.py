@@ -748,3 +748,96 @@ def set_cost(
     out[SET_II] = ii
     out[SET_STATUS] = OK
     out[SET_VIOLATION] = 0.0
+
+
+# ---- admissible lower bound of a set's II (used to prune the assignment search) ----------
+BND_TC, BND_FLOOR, BND_TM, BND_TN, BND_CH0, BND_CH1, BND_CH2, BND_EDGE_TM = range(8)
+NUM_BND = 8
+
+
+@jit
+def bound_terms(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si, dram_bw,
+):  # fmt: skip
+    """Per-kernel terms of a lower bound of ``set_cost``'s II that is additive over kernels.
+
+    For any set S of kernels placed in one configuration, ``set_bound`` of these terms over S
+    is <= the II ``set_cost`` computes for S, whatever the other configurations hold:
+    T_c >= t_min (1 when configurations holding a num_input kernel run one tile, else T);
+    compute: the FLOP model sums per-kernel times; the cycle model's slowest kernel needs at
+    least sum(a*b*z) / cores cycles (p * ceil(a/PL) * ceil(b/PS) * z >= a*b*z for p = PL*PS
+    cores) and at least each kernel's cycles on all cores; memory: the per-kernel DRAM bytes
+    plus the activations of every edge with exactly one end in S (read or written through
+    DRAM by S's configuration; when S spans several configurations, each such edge still
+    crosses into or out of one of them); network: every term is per kernel or per edge in
+    its source's configuration, the channel maximum >= each channel's sum. Each term is a
+    sum over S (BND_FLOOR: a maximum), so the bound splits over configurations. Row e of
+    column BND_EDGE_TM holds edge e's memory time (rows beyond the kernels are edges).
+    """
+    n = k_a.shape[0]
+    ne = e_src.shape[0]
+    out = np.zeros((max(n, ne), NUM_BND))
+    t = si[I_T]
+    tmin = min(t, 1) if si[I_PER_CONFIG_TILES] == 1 else t
+    freq = sc[F_FREQ]
+    cores = si[I_CORES]
+    for k in range(n):
+        if si[I_CYCLE_MODEL] == 1:
+            if k_a[k] > 0 and k_b[k] > 0 and k_z[k] > 0:
+                work = float(k_a[k]) * float(k_b[k]) * float(k_z[k])
+                out[k, BND_TC] = tmin * work / (cores * freq)
+                cyc, _, _ = min_cycles(k_a[k], k_b[k], k_z[k], cores)
+                out[k, BND_FLOOR] = tmin * cyc / freq
+        else:
+            out[k, BND_TC] = tmin * k_tc[k]
+        out[k, BND_TM] = k_mem[k] / dram_bw
+        out[k, BND_TN] = tmin * k_net_t[k] + k_net_1[k] + sc[F_AR_LATENCY] * k_ar[k]
+        out[k, BND_CH0] = k_chan[k, 0]
+        out[k, BND_CH1] = k_chan[k, 1]
+        out[k, BND_CH2] = k_chan[k, 2]
+    for e in range(e_src.shape[0]):
+        s = e_src[e]
+        out[s, BND_TN] += tmin * e_net_t[e] + sc[F_AR_LATENCY] * e_ar[e]
+        out[e, BND_EDGE_TM] = tmin * e_b[e] / dram_bw
+    return out
+
+
+@jit
+def set_bound(mask, terms, overlap, e_src, e_dst):
+    """Lower bound of the summed II of any split of the kernels in bitmask ``mask`` over
+    configurations (one or more): the additive terms of ``bound_terms`` combined the way
+    ``set_cost`` combines compute, memory and network for ``overlap``."""
+    tc = 0.0
+    fl = 0.0
+    tm = 0.0
+    tn = 0.0
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    rest = mask
+    k = 0
+    while rest != 0:
+        if rest & 1:
+            tc += terms[k, BND_TC]
+            if terms[k, BND_FLOOR] > fl:
+                fl = terms[k, BND_FLOOR]
+            tm += terms[k, BND_TM]
+            tn += terms[k, BND_TN]
+            c0 += terms[k, BND_CH0]
+            c1 += terms[k, BND_CH1]
+            c2 += terms[k, BND_CH2]
+        rest >>= 1
+        k += 1
+    for e in range(e_src.shape[0]):
+        if ((mask >> e_src[e]) ^ (mask >> e_dst[e])) & 1:
+            tm += terms[e, BND_EDGE_TM]
+    if fl > tc:
+        tc = fl
+    tn += max(c0, c1, c2)
+    if overlap == _PERFECT:
+        return max(tc, tm, tn)
+    if overlap == _COMPUTE_MEMORY:
+        return max(tc, tm) + tn
+    return tc + tm + tn

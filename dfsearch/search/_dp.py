@@ -1,13 +1,14 @@
-"""Jitted dynamic programs over configuration assignments (DESIGN.md §4 item 3).
+"""Jitted exact searches over configuration assignments (DESIGN.md §4 item 3).
 
 An assignment with Config(src) <= Config(dst) on every edge is a chain of order ideals
 0 = I_0 <= I_1 <= ... <= I_C = all kernels, configuration c holding I_{c+1} minus I_c, and the
 objective is a sum over configurations of a function of (I_c, I_{c+1}) and of which earlier
 weight kernels sat alone in their configuration (weight tiling; ``set_cost``). So the
-optimum over *all* assignments is a shortest path over chains of ideals: ``ideal_dp``, with
-ideals as int64 bitmasks (graphs of at most 62 kernels) and a state budget. ``order_dp`` is the
-same recursion restricted to the prefixes of one topological order (contiguous blocks), for
-graphs whose ideals are too many; it is exact over contiguous splits of that order.
+optimum over *all* assignments is a shortest path over chains of ideals. ``ideal_search``
+finds it best-first (A*, branch-and-bound with the admissible bound ``set_bound``), with
+ideals as int64 bitmasks (graphs of at most 62 kernels) and a state budget. ``order_dp`` is
+the same recursion as a DP restricted to the prefixes of one topological order (contiguous
+blocks), for graphs whose ideals are too many; it is exact over contiguous splits of it.
 """
 
 from __future__ import annotations
@@ -17,15 +18,26 @@ from numba import types
 from numba.typed import Dict
 
 from dfsearch.cost._jit import jit
-from dfsearch.cost.evaluate import NUM_SET, SET_HIDDEN, SET_II, SET_STATUS, SET_VIOLATION, set_cost
+from dfsearch.cost.evaluate import (
+    NUM_SET,
+    SET_HIDDEN,
+    SET_II,
+    SET_STATUS,
+    SET_VIOLATION,
+    bound_terms,
+    set_bound,
+    set_cost,
+)
+from dfsearch.cost.lower import I_OVERLAP
 
-__all__ = ["ideal_dp", "order_dp", "NUM_STATS"]
+__all__ = ["ideal_search", "order_dp", "NUM_STATS"]
 
 # stats array slots
-ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(7)
-NUM_STATS = 7
+# (ST_STATES / ST_QUEUE: states created and the longest queue of ``ideal_search``)
+ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_STATES, ST_QUEUE = range(5)
+ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(5, 9)
+NUM_STATS = 9
 _SRAM, _DRAM, _CORES, _CONFIG = 1, 2, 3, 7
-_STATE_KEY = types.UniTuple(types.int64, 2)  # (ideal, lone weight kernels still read)
 
 
 @jit
@@ -45,179 +57,6 @@ def _record(stats, out):
         stats[slot] = v
     if out[SET_HIDDEN] > 0.0:
         stats[ST_HIDDEN] = 1.0
-
-
-@jit
-def _grow_int(a, cap):
-    out = np.zeros((a.shape[0], cap), np.int64)
-    out[:, : a.shape[1]] = a
-    return out
-
-
-@jit
-def _grow_float(a, cap):
-    out = np.full((a.shape[0], cap), np.inf)
-    out[:, : a.shape[1]] = a
-    return out
-
-
-@jit
-def ideal_dp(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, assign, stats,
-):  # fmt: skip
-    """Exact minimum of the sum of configuration IIs over every assignment.
-
-    A state is (ideal I, L): L = the weight kernels of I that sit alone in their
-    configuration (so their weight and output buffers are tiled, MODEL.md §3.5) and still
-    have consumers outside I. ``preds[k]``/``succs[k]``: bitmasks of k's predecessors /
-    successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``: kernels
-    configuration c may hold / that must be placed by the end of configuration c. Writes the
-    best assignment into ``assign`` and returns its value (inf if none is feasible).
-    ``stats[ST_OVERFLOW]`` = 1 when a level exceeded ``max_states`` (then not exhaustive).
-    """
-    n = k_a.shape[0]
-    nc = allowed.shape[0]
-    full = (np.int64(1) << n) - 1
-    cap = min(max_states, 256)  # states per level; grows geometrically up to max_states
-    masks = np.zeros((nc + 1, cap), np.int64)
-    lones = np.zeros((nc + 1, cap), np.int64)
-    costs = np.full((nc + 1, cap), np.inf)
-    parent = np.zeros((nc + 1, cap), np.int64)
-    count = np.zeros(nc + 1, np.int64)
-    count[0] = 1
-    costs[0, 0] = 0.0
-    where = np.zeros(n, np.int8)
-    members = np.zeros(n, np.int64)
-    k_pl = np.ones(n, np.int64)
-    k_ps = np.ones(n, np.int64)
-    zero = np.zeros(n, np.int64)
-    out = np.zeros(NUM_SET)
-    st_pos = np.zeros(n + 2, np.int64)
-    st_mask = np.zeros(n + 2, np.int64)
-    for c in range(nc):
-        index = Dict.empty(key_type=_STATE_KEY, value_type=types.int64)
-        alw = allowed[c]
-        mst = must[c]
-        last = c == nc - 1
-        for idx in range(count[c]):
-            base_mask = masks[c, idx]
-            base_lone = lones[c, idx]
-            base = costs[c, idx]
-            if base == np.inf:
-                continue
-            sp = 0
-            st_pos[0] = 0
-            st_mask[0] = base_mask
-            while sp >= 0:
-                pos = st_pos[sp]
-                jm = st_mask[sp]
-                sp -= 1
-                dead = False
-                while pos < n:
-                    v = topo[pos]
-                    bit = np.int64(1) << v
-                    if jm & bit:
-                        pos += 1
-                        continue
-                    if (alw & bit) == 0 or (preds[v] & ~jm) != 0:
-                        if mst & bit:
-                            dead = True
-                            break
-                        pos += 1
-                        continue
-                    if not (mst & bit):  # branch: leave v out
-                        sp += 1
-                        st_pos[sp] = pos + 1
-                        st_mask[sp] = jm
-                    jm |= bit
-                    pos += 1
-                if dead or (last and jm != full):
-                    continue
-                # evaluate configuration c = jm minus base_mask
-                cnt = 0
-                one = -1
-                for k in range(n):
-                    bit = np.int64(1) << k
-                    if base_lone & bit:
-                        where[k] = 3
-                    elif base_mask & bit:
-                        where[k] = 2
-                    elif jm & bit:
-                        where[k] = 1
-                        cnt += 1
-                        one = k
-                    else:
-                        where[k] = 0
-                set_cost(
-                    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
-                    k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
-                    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                    where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out,
-                )  # fmt: skip
-                stats[ST_EVALS] += 1
-                ii = out[SET_II]
-                if ii == np.inf:
-                    _record(stats, out)
-                    continue
-                lone = base_lone
-                if cnt == 1 and k_isw[one] == 1:
-                    lone |= np.int64(1) << one
-                # keep only lone kernels whose buffers are still read later
-                keep = np.int64(0)
-                rest = lone
-                while rest != 0:
-                    low = rest & -rest
-                    k = 0
-                    while (np.int64(1) << k) != low:
-                        k += 1
-                    if succs[k] & ~jm:
-                        keep |= low
-                    rest &= rest - 1
-                key = (jm, keep)
-                total = base + ii
-                if key in index:
-                    j = index[key]
-                    if total < costs[c + 1, j]:
-                        costs[c + 1, j] = total
-                        parent[c + 1, j] = idx
-                elif count[c + 1] < max_states:
-                    j = count[c + 1]
-                    if j == cap:
-                        cap = min(2 * cap, max_states)
-                        masks = _grow_int(masks, cap)
-                        lones = _grow_int(lones, cap)
-                        parent = _grow_int(parent, cap)
-                        costs = _grow_float(costs, cap)
-                    index[key] = j
-                    masks[c + 1, j] = jm
-                    lones[c + 1, j] = keep
-                    costs[c + 1, j] = total
-                    parent[c + 1, j] = idx
-                    count[c + 1] += 1
-                else:
-                    stats[ST_OVERFLOW] = 1.0
-    best = np.inf
-    bj = -1
-    for j in range(count[nc]):
-        if masks[nc, j] == full and costs[nc, j] < best:
-            best = costs[nc, j]
-            bj = j
-    if bj < 0:
-        return np.inf
-    j = bj
-    for c in range(nc, 0, -1):
-        p = parent[c, j]
-        cur = masks[c, j]
-        prev = masks[c - 1, p]
-        for k in range(n):
-            bit = np.int64(1) << k
-            if (cur & bit) and not (prev & bit):
-                assign[k] = c - 1
-        j = p
-    return best
 
 
 @jit
@@ -276,3 +115,395 @@ def order_dp(
             assign[order[p]] = c - 1
         j = i
     return best
+
+
+# ---- best-first search over chains of ideals -----------------------------------------------
+#: queue entries (candidate configurations) allowed per state of the budget
+QUEUE_PER_STATE = 16
+_STATE_KEY3 = types.UniTuple(types.int64, 3)  # (level, ideal, lone weight kernels still read)
+
+
+@jit
+def _before(hq, hp, hs, i, j):
+    """Heap order: quantised f, then more kernels placed, then the newer entry."""
+    if hq[i] != hq[j]:
+        return hq[i] < hq[j]
+    if hp[i] != hp[j]:
+        return hp[i] > hp[j]
+    return hs[i] > hs[j]
+
+
+@jit
+def _swap(arrs_f, arrs_i, i, j):
+    t = arrs_f[i]
+    arrs_f[i] = arrs_f[j]
+    arrs_f[j] = t
+    for a in arrs_i:
+        u = a[i]
+        a[i] = a[j]
+        a[j] = u
+
+
+@jit
+def _heap_push(hq, hp, hs, hsid, hjm, size, q, p, s, sid, jm):
+    hq[size] = q
+    hp[size] = p
+    hs[size] = s
+    hsid[size] = sid
+    hjm[size] = jm
+    i = size
+    while i > 0:
+        up = (i - 1) // 2
+        if not _before(hq, hp, hs, i, up):
+            break
+        _swap(hq, (hp, hs, hsid, hjm), i, up)
+        i = up
+
+
+@jit
+def _heap_pop(hq, hp, hs, hsid, hjm, size):
+    """Move the top to the end (index size - 1) and restore the heap on the rest."""
+    last = size - 1
+    _swap(hq, (hp, hs, hsid, hjm), 0, last)
+    i = 0
+    while True:
+        l = 2 * i + 1
+        if l >= last:
+            break
+        m = l
+        if l + 1 < last and _before(hq, hp, hs, l + 1, l):
+            m = l + 1
+        if not _before(hq, hp, hs, m, i):
+            break
+        _swap(hq, (hp, hs, hsid, hjm), i, m)
+        i = m
+    return last
+
+
+@jit
+def _popcount(x):
+    c = 0
+    while x != 0:
+        x &= x - 1
+        c += 1
+    return c
+
+
+@jit
+def ideal_search(
+    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+    k_pin, k_num_input, k_sram_extra,
+    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, assign, stats,
+):  # fmt: skip
+    """Exact minimum of the sum of configuration IIs over every assignment (A*).
+
+    A state is (level c, ideal I, L): configurations 0..c-1 hold I; L = the weight kernels of
+    I alone in their configuration (their weight and output buffers are tiled, MODEL.md
+    §3.5) that still have consumers outside I. g = the summed II so far; the priority is
+    f = g + ``set_bound`` of the kernels not in I, a lower bound of the rest that is
+    admissible and consistent (it splits over configurations). Lazy: a candidate
+    configuration S enters the queue with f = g + bound(S) + bound(rest minus S) and is costed
+    by ``set_cost`` only when it reaches the front, so most candidates are never costed.
+    Priorities are quantised to 1e-13 of the root bound (equal priorities: more kernels placed
+    first, then the newest entry, which dives to a complete assignment), so the value
+    returned is the optimum to within that. ``preds[k]``/``succs[k]``: bitmasks of k's
+    predecessors / successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``:
+    kernels configuration c may hold / that must be placed by its end. Writes the best
+    assignment into ``assign`` and returns its value (inf if none is feasible).
+    ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
+    ``QUEUE_PER_STATE * max_states`` queued candidates were needed (the result is then not
+    proven optimal)."""
+    n = k_a.shape[0]
+    nc = allowed.shape[0]
+    full = (np.int64(1) << n) - 1
+    terms = bound_terms(
+        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
+        k_pin, k_num_input, k_sram_extra,
+        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si, dram_bw,
+    )  # fmt: skip
+    overlap = si[I_OVERLAP]
+    root = set_bound(full, terms, overlap, e_src, e_dst)
+    quantum = root * 1e-13
+    if not quantum > 0.0:
+        quantum = 1e-300
+    # states
+    scap = 256
+    s_mask = np.zeros(scap, np.int64)
+    s_lone = np.zeros(scap, np.int64)
+    s_lvl = np.zeros(scap, np.int64)
+    s_g = np.zeros(scap)
+    s_par = np.full(scap, -1, np.int64)
+    s_closed = np.zeros(scap, np.int8)
+    nstates = 1
+    index = Dict.empty(key_type=_STATE_KEY3, value_type=types.int64)
+    index[(0, 0, 0)] = 0
+    # queue entries: hjm = -1 expands state hsid, else costs configuration hjm - mask(hsid)
+    qmax = QUEUE_PER_STATE * max_states
+    hcap = 1024
+    hq = np.zeros(hcap)
+    hp = np.zeros(hcap, np.int64)
+    hs = np.zeros(hcap, np.int64)
+    hsid = np.zeros(hcap, np.int64)
+    hjm = np.zeros(hcap, np.int64)
+    size = 0
+    seq = 0
+    _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(root / quantum), 0, seq, 0, -1)
+    size += 1
+    where = np.zeros(n, np.int8)
+    members = np.zeros(n, np.int64)
+    k_pl = np.ones(n, np.int64)
+    k_ps = np.ones(n, np.int64)
+    zero = np.zeros(n, np.int64)
+    out = np.zeros(NUM_SET)
+    st_pos = np.zeros(n + 2, np.int64)
+    st_mask = np.zeros(n + 2, np.int64)
+    goal = -1
+    while size > 0:
+        top = _heap_pop(hq, hp, hs, hsid, hjm, size)
+        size -= 1
+        sid = hsid[top]
+        jm0 = hjm[top]
+        base_mask = s_mask[sid]
+        base_lone = s_lone[sid]
+        c = s_lvl[sid]
+        g = s_g[sid]
+        if jm0 < 0:  # expand a state
+            if s_closed[sid] == 1:
+                continue
+            s_closed[sid] = 1
+            if c == nc:
+                goal = sid
+                break
+            alw = allowed[c]
+            mst = must[c]
+            last = c == nc - 1
+            sp = 0
+            st_pos[0] = 0
+            st_mask[0] = base_mask
+            while sp >= 0:
+                pos = st_pos[sp]
+                jm = st_mask[sp]
+                sp -= 1
+                dead = False
+                while pos < n:
+                    v = topo[pos]
+                    bit = np.int64(1) << v
+                    if jm & bit:
+                        pos += 1
+                        continue
+                    if (alw & bit) == 0 or (preds[v] & ~jm) != 0:
+                        if mst & bit:
+                            dead = True
+                            break
+                        pos += 1
+                        continue
+                    if not (mst & bit):  # branch: leave v out
+                        sp += 1
+                        st_pos[sp] = pos + 1
+                        st_mask[sp] = jm
+                    jm |= bit
+                    pos += 1
+                if dead or (last and jm != full):
+                    continue
+                f = g + set_bound(jm & ~base_mask, terms, overlap, e_src, e_dst) + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+                if size == qmax:
+                    stats[ST_OVERFLOW] = 1.0
+                    continue
+                if size == hcap:
+                    hcap = min(2 * hcap, qmax)
+                    hq = _grow1f(hq, hcap)
+                    hp = _grow1i(hp, hcap)
+                    hs = _grow1i(hs, hcap)
+                    hsid = _grow1i(hsid, hcap)
+                    hjm = _grow1i(hjm, hcap)
+                seq += 1
+                _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(f / quantum), _popcount(jm), seq, sid, jm)
+                size += 1
+            continue
+        # cost configuration c = jm0 minus base_mask
+        jm = jm0
+        cnt = 0
+        one = -1
+        for k in range(n):
+            bit = np.int64(1) << k
+            if base_lone & bit:
+                where[k] = 3
+            elif base_mask & bit:
+                where[k] = 2
+            elif jm & bit:
+                where[k] = 1
+                cnt += 1
+                one = k
+            else:
+                where[k] = 0
+        set_cost(
+            k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
+            k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
+            e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+            where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out,
+        )  # fmt: skip
+        stats[ST_EVALS] += 1
+        ii = out[SET_II]
+        if ii == np.inf:
+            _record(stats, out)
+            continue
+        lone = base_lone
+        if cnt == 1 and k_isw[one] == 1:
+            lone |= np.int64(1) << one
+        keep = np.int64(0)
+        rest = lone
+        while rest != 0:
+            low = rest & -rest
+            k = 0
+            while (np.int64(1) << k) != low:
+                k += 1
+            if succs[k] & ~jm:
+                keep |= low
+            rest &= rest - 1
+        key = (c + 1, jm, keep)
+        total = g + ii
+        if key in index:
+            j = index[key]
+            if not total < s_g[j]:
+                continue
+        else:
+            if nstates == max_states:
+                stats[ST_OVERFLOW] = 1.0
+                continue
+            j = nstates
+            if j == scap:
+                scap = min(2 * scap, max_states)
+                s_mask = _grow1i(s_mask, scap)
+                s_lone = _grow1i(s_lone, scap)
+                s_lvl = _grow1i(s_lvl, scap)
+                s_g = _grow1f(s_g, scap)
+                s_par = _grow1i(s_par, scap)
+                s_closed = _grow1b(s_closed, scap)
+            index[key] = j
+            s_mask[j] = jm
+            s_lone[j] = keep
+            s_lvl[j] = c + 1
+            nstates += 1
+        s_g[j] = total
+        s_par[j] = sid
+        s_closed[j] = 0
+        f = total + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+        if size == qmax:
+            stats[ST_OVERFLOW] = 1.0
+            continue
+        if size == hcap:
+            hcap = min(2 * hcap, qmax)
+            hq = _grow1f(hq, hcap)
+            hp = _grow1i(hp, hcap)
+            hs = _grow1i(hs, hcap)
+            hsid = _grow1i(hsid, hcap)
+            hjm = _grow1i(hjm, hcap)
+        seq += 1
+        _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(f / quantum), _popcount(jm), seq, j, -1)
+        size += 1
+    stats[ST_STATES] += nstates
+    stats[ST_QUEUE] = max(stats[ST_QUEUE], hcap)
+    if goal < 0:
+        return np.inf
+    j = goal
+    while s_par[j] >= 0:
+        p = s_par[j]
+        cur = s_mask[j]
+        prev = s_mask[p]
+        for k in range(n):
+            bit = np.int64(1) << k
+            if (cur & bit) and not (prev & bit):
+                assign[k] = s_lvl[j] - 1
+        j = p
+    return s_g[goal]
+
+
+@jit
+def _grow1i(a, cap):
+    out = np.zeros(cap, a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@jit
+def _grow1f(a, cap):
+    out = np.zeros(cap)
+    out[: a.shape[0]] = a
+    return out
+
+
+@jit
+def _grow1b(a, cap):
+    out = np.zeros(cap, np.int8)
+    out[: a.shape[0]] = a
+    return out
+
+
+# ---- set-up of the searches (jitted: it is most of the time on small graphs) ---------------
+@jit
+def allowed_configs(k_pin, k_phase, nc, fb_rule, fb_f, fb_b):
+    """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
+    n = k_pin.shape[0]
+    out = np.ones((n, nc), np.int64)
+    for k in range(n):
+        pin = k_pin[k]
+        if pin >= 0:
+            out[k, :] = 0
+            if pin < nc:
+                out[k, pin] = 1
+        if fb_rule:
+            if k_phase[k] == 1:
+                out[k, fb_f + 1 :] = 0
+            elif k_phase[k] == 2:
+                out[k, :fb_b] = 0
+    return out
+
+
+@jit
+def topological_order(n, e_src, e_dst, k_phase):
+    """The topological order that takes, among the ready kernels, forward before backward
+    and then the lowest index (file order where the edges allow it)."""
+    indeg = np.zeros(n, np.int64)
+    for e in range(e_src.shape[0]):
+        indeg[e_dst[e]] += 1
+    done = np.zeros(n, np.bool_)
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        pick = -1
+        for k in range(n):
+            if not done[k] and indeg[k] == 0:
+                if pick < 0 or (k_phase[k] != 2 and k_phase[pick] == 2):
+                    pick = k
+        if pick < 0:  # a cycle: validation rejects those; keep the order total anyway
+            return order[:i]
+        done[pick] = True
+        order[i] = pick
+        for e in range(e_src.shape[0]):
+            if e_src[e] == pick:
+                indeg[e_dst[e]] -= 1
+    return order
+
+
+@jit
+def ideal_masks(n, e_src, e_dst, allowed):
+    """Bitmasks for ``ideal_search``: predecessors and successors of each kernel, the
+    kernels each configuration may hold, and those that must be placed by its end."""
+    nc = allowed.shape[1]
+    preds = np.zeros(n, np.int64)
+    succs = np.zeros(n, np.int64)
+    for e in range(e_src.shape[0]):
+        preds[e_dst[e]] |= np.int64(1) << e_src[e]
+        succs[e_src[e]] |= np.int64(1) << e_dst[e]
+    am = np.zeros(nc, np.int64)
+    must = np.zeros(nc, np.int64)
+    for k in range(n):
+        bit = np.int64(1) << k
+        latest = -1
+        for c in range(nc):
+            if allowed[k, c]:
+                am[c] |= bit
+                latest = c
+        for c in range(max(latest, 0), nc):
+            must[c] |= bit
+    return preds, succs, am, must

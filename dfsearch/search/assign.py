@@ -3,8 +3,9 @@
 ``assign_configs(problem)`` returns the best assignment of kernels to configurations:
 
 * forced assignments (kernel-by-kernel, ``num_config`` = #kernels) need no search;
-* otherwise the exact DP over chains of order ideals (``_dp.ideal_dp``) when the graph has at
-  most 62 kernels and its ideals fit the state budget — the result is then proven optimal;
+* otherwise the exact shortest path over chains of order ideals (``_dp.ideal_search``,
+  best-first with an admissible bound) when the graph has at most 62 kernels and the states
+  it needs fit the budget — the result is then proven optimal;
 * otherwise the DP over contiguous blocks of topological orders (``_dp.order_dp``), improved by
   simulated annealing over the orders with precedence-preserving moves; not proven optimal.
 
@@ -37,7 +38,8 @@ __all__ = ["Assignment", "assign_configs", "MAX_IDEAL_KERNELS"]
 
 #: bitmask states: graphs with more kernels use the contiguous-order DP
 MAX_IDEAL_KERNELS = 62
-#: states per DP level before the ideal DP gives up and the order DP takes over
+#: states (and 16x as many queued candidates) before the exact search gives up and the
+#: order DP takes over
 MAX_STATES = 200_000
 
 
@@ -56,49 +58,21 @@ class Assignment:
 
 def _allowed(problem: Problem) -> np.ndarray:
     """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
-    n, nc = problem.num_kernels, problem.num_config
+    from dfsearch.search import _dp
+
     si = problem.si
-    out = np.ones((n, nc), dtype=np.int64)
-    for k in range(n):
-        pin = int(problem.k_pin[k])
-        if pin >= 0:
-            out[k, :] = 0
-            if pin < nc:
-                out[k, pin] = 1
-        if si[I_FB_RULE]:
-            if problem.k_phase[k] == 1:
-                out[k, int(si[I_FB_F]) + 1 :] = 0
-            elif problem.k_phase[k] == 2:
-                out[k, : int(si[I_FB_B])] = 0
-    return out
+    return _dp.allowed_configs(
+        problem.k_pin, problem.k_phase, problem.num_config, bool(si[I_FB_RULE]), int(si[I_FB_F]),
+        int(si[I_FB_B]),
+    )  # fmt: skip
 
 
 def _topo(problem: Problem) -> np.ndarray:
     """A topological order that keeps the file order where it can and puts forward kernels
     before backward ones (so that contiguous blocks can respect the FWD/BWD rule)."""
-    import heapq
+    from dfsearch.search import _dp
 
-    n = problem.num_kernels
-    indeg = np.zeros(n, dtype=np.int64)
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for s, d in zip(problem.e_src, problem.e_dst):
-        indeg[d] += 1
-        succ[int(s)].append(int(d))
-
-    def key(k: int) -> tuple[int, int]:
-        return (1 if problem.k_phase[k] == 2 else 0, k)
-
-    ready = [key(k) for k in range(n) if indeg[k] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, k = heapq.heappop(ready)
-        order.append(k)
-        for d in succ[k]:
-            indeg[d] -= 1
-            if indeg[d] == 0:
-                heapq.heappush(ready, key(d))
-    return np.asarray(order, dtype=np.int64)
+    return _dp.topological_order(problem.num_kernels, problem.e_src, problem.e_dst, problem.k_phase)
 
 
 def _regimes(problem: Problem) -> list[tuple[float, float]]:
@@ -166,23 +140,8 @@ def assign_configs(
         value = math.inf
         exhaustive = False
         if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
-            preds = np.zeros(n, dtype=np.int64)
-            for s, d in zip(problem.e_src, problem.e_dst):
-                preds[d] |= np.int64(1) << np.int64(s)
-            am = np.zeros(nc, dtype=np.int64)
-            for k in range(n):
-                for c in range(nc):
-                    if allowed[k, c]:
-                        am[c] |= np.int64(1) << np.int64(k)
-            must = np.zeros(nc, dtype=np.int64)
-            for c in range(nc):
-                for k in range(n):
-                    if not allowed[k, c + 1 :].any():
-                        must[c] |= np.int64(1) << np.int64(k)
-            succs = np.zeros(n, dtype=np.int64)
-            for s_, d_ in zip(problem.e_src, problem.e_dst):
-                succs[s_] |= np.int64(1) << np.int64(d_)
-            value = _dp.ideal_dp(
+            preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
+            value = _dp.ideal_search(
                 *problem.args(), preds, succs, topo, am, must, bw, live_cap, max_states, assign,
                 stats,
             )  # fmt: skip
