@@ -17,7 +17,7 @@ from dfsearch.codes import Dim, ExecutionStyle, Parallelism, Topology
 from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import graph_to_toml, spec_to_toml
 from dfsearch.load import load_graph_file, load_input, load_spec, load_toml_spec
-from dfsearch.spec import Connection, Graph, Kernel, NetworkDim, Spec
+from dfsearch.spec import Connection, Graph, NetworkDim, Spec
 from dfsearch.validate import validate_graph, validate_spec
 
 DATA = Path(__file__).parent / "data"
