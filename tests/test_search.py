@@ -63,6 +63,48 @@ def test_ideal_dp_is_optimal_over_all_assignments(seed, n, c, cycle, sram, train
         assert a.bound_ns == pytest.approx(a.value_ns, rel=1e-12)
 
 
+def _ideal_search(problem, prune: int):
+    from dfsearch.search import _dp
+    from dfsearch.search.assign import _allowed, _regimes, _topo
+
+    n = problem.num_kernels
+    allowed = _allowed(problem)
+    preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
+    bw, live_cap = _regimes(problem)[0]
+    stats = np.zeros(_dp.NUM_STATS)
+    stats[_dp.ST_VIOL_SRAM :] = np.inf
+    assign = np.full(n, -1, dtype=np.int64)
+    value = _dp.ideal_search(*problem.args(), preds, succs, _topo(problem), am, must, bw,
+                             live_cap, 10**6, prune, assign, stats)  # fmt: skip
+    return value, stats
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sram_pruning_keeps_the_optimum_and_costs_fewer_candidates(seed):
+    """Candidates whose SRAM floor exceeds the capacity are never enumerated; the floor only
+    grows as kernels join, so no feasible configuration is lost (weight kernels included:
+    alone, their buffers are tiled and the floor does not apply)."""
+    from dfsearch.search import _dp
+
+    spec = random_spec(seed, 9, num_config=4, cycle=seed % 2 == 1,
+                       sram=[1.2e4, 2e4, 6e4][seed % 3], training=seed % 4 < 2)  # fmt: skip
+    problem, _ = lowered(spec)
+    pruned, st1 = _ideal_search(problem, 1)
+    full, st0 = _ideal_search(problem, 0)
+    assert pruned == full or pruned == pytest.approx(full, rel=1e-12)
+    assert st1[_dp.ST_EVALS] <= st0[_dp.ST_EVALS]
+
+
+def test_sram_pruning_prunes():
+    from dfsearch.search import _dp
+
+    spec = random_spec(3, 9, num_config=4, sram=2e4, training=False)
+    problem, _ = lowered(spec)
+    _, st1 = _ideal_search(problem, 1)
+    _, st0 = _ideal_search(problem, 0)
+    assert st1[_dp.ST_EVALS] < st0[_dp.ST_EVALS]
+
+
 @pytest.mark.parametrize(("seed", "n", "c", "cycle", "sram", "training"), CASES[::2])
 def test_order_dp_is_optimal_over_contiguous_splits(seed, n, c, cycle, sram, training):
     spec = random_spec(seed, n, num_config=c, cycle=cycle, sram=sram, training=training)

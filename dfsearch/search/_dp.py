@@ -28,12 +28,12 @@ from dfsearch.cost.evaluate import (
     set_bound,
     set_cost,
 )
-from dfsearch.cost.lower import I_OVERLAP
+from dfsearch.cost.lower import F_SRAM_CAP, I_OVERLAP, I_SRAM_CHECK
 
 __all__ = ["ideal_search", "order_dp", "NUM_STATS"]
 
 # stats array slots
-# (ST_STATES / ST_QUEUE: states created and the longest queue of ``ideal_search``)
+# (ST_STATES / ST_QUEUE: states created and entries queued by ``ideal_search``)
 ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_STATES, ST_QUEUE = range(5)
 ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(5, 9)
 NUM_STATS = 9
@@ -194,7 +194,7 @@ def ideal_search(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, assign, stats,
+    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, prune, assign, stats,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment (A*).
 
@@ -211,7 +211,9 @@ def ideal_search(
     predecessors / successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``:
     kernels configuration c may hold / that must be placed by its end. Writes the best
     assignment into ``assign`` and returns its value (inf if none is feasible).
-    ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
+    ``prune`` = 1: candidate configurations are not enumerated past a point where their SRAM
+    must exceed the capacity (``sram_floor``); they are then missing from the smallest
+    violations in ``stats``. ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
     ``QUEUE_PER_STATE * max_states`` queued candidates were needed (the result is then not
     proven optimal)."""
     n = k_a.shape[0]
@@ -258,6 +260,12 @@ def ideal_search(
     out = np.zeros(NUM_SET)
     st_pos = np.zeros(n + 2, np.int64)
     st_mask = np.zeros(n + 2, np.int64)
+    st_sram = np.zeros(n + 2)
+    st_cnt = np.zeros(n + 2, np.int64)
+    cap = sc[F_SRAM_CAP] * (1.0 + 1e-12) if prune == 1 and si[I_SRAM_CHECK] == 1 else np.inf
+    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(
+        n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth
+    )
     goal = -1
     while size > 0:
         top = _heap_pop(hq, hp, hs, hsid, hjm, size)
@@ -281,9 +289,13 @@ def ideal_search(
             sp = 0
             st_pos[0] = 0
             st_mask[0] = base_mask
+            st_sram[0] = 0.0
+            st_cnt[0] = 0
             while sp >= 0:
                 pos = st_pos[sp]
                 jm = st_mask[sp]
+                sram = st_sram[sp]
+                cnt = st_cnt[sp]
                 sp -= 1
                 dead = False
                 while pos < n:
@@ -302,8 +314,25 @@ def ideal_search(
                         sp += 1
                         st_pos[sp] = pos + 1
                         st_mask[sp] = jm
+                        st_sram[sp] = sram
+                        st_cnt[sp] = cnt
+                    # SRAM floor of every configuration holding the set plus v (see sram_floor)
+                    sram += kern_sram[v]
+                    for i in range(inc_ptr[v], inc_ptr[v + 1]):
+                        e = inc_e[i]
+                        u = e_src[e] if e_dst[e] == v else e_dst[e]
+                        ub = np.int64(1) << u
+                        if (jm & ub) and not (base_mask & ub):
+                            continue  # counted when u joined
+                        if u == e_src[e] and (base_lone & ub):
+                            continue  # read from a weight-tiled buffer
+                        sram += edge_sram[e]
+                    cnt += 1
                     jm |= bit
                     pos += 1
+                    if sram > cap and (cnt > 1 or k_isw[v] == 0):
+                        dead = True
+                        break
                 if dead or (last and jm != full):
                     continue
                 f = g + set_bound(jm & ~base_mask, terms, overlap, e_src, e_dst) + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
@@ -403,7 +432,7 @@ def ideal_search(
         _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(f / quantum), _popcount(jm), seq, j, -1)
         size += 1
     stats[ST_STATES] += nstates
-    stats[ST_QUEUE] = max(stats[ST_QUEUE], hcap)
+    stats[ST_QUEUE] += seq
     if goal < 0:
         return np.inf
     j = goal
@@ -438,6 +467,38 @@ def _grow1b(a, cap):
     out = np.zeros(cap, np.int8)
     out[: a.shape[0]] = a
     return out
+
+
+@jit
+def sram_floor(n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth):
+    """A floor of a configuration's SRAM that only grows as kernels join it.
+
+    A configuration of two or more kernels (or one that is not a weight kernel, whose
+    weights are never tiled) holds each kernel's weights and extra bytes, and for every edge
+    with an end in it either the buffer (bytes x depth, both ends inside) or the two-buffer
+    footprint (one end inside), except buffers produced by an earlier weight-tiled kernel:
+    at least bytes x min(depth, 2) per edge. Returns the edges of each kernel (CSR:
+    ``inc_e[inc_ptr[k]:inc_ptr[k + 1]]``) and the per-kernel and per-edge terms."""
+    ne = e_src.shape[0]
+    inc_ptr = np.zeros(n + 1, np.int64)
+    for e in range(ne):
+        inc_ptr[e_src[e] + 1] += 1
+        inc_ptr[e_dst[e] + 1] += 1
+    for k in range(n):
+        inc_ptr[k + 1] += inc_ptr[k]
+    fill = inc_ptr[:-1].copy()
+    inc_e = np.zeros(2 * ne, np.int64)
+    edge = np.zeros(ne)
+    for e in range(ne):
+        inc_e[fill[e_src[e]]] = e
+        fill[e_src[e]] += 1
+        inc_e[fill[e_dst[e]]] = e
+        fill[e_dst[e]] += 1
+        edge[e] = e_sram_b[e] * min(e_sram_depth[e], 2.0)
+    kern = np.zeros(n)
+    for k in range(n):
+        kern[k] = k_wsram[k] + k_sram_extra[k]
+    return inc_ptr, inc_e, kern, edge
 
 
 # ---- set-up of the searches (jitted: it is most of the time on small graphs) ---------------

@@ -141,10 +141,15 @@ def assign_configs(
         exhaustive = False
         if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
             preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
-            value = _dp.ideal_search(
-                *problem.args(), preds, succs, topo, am, must, bw, live_cap, max_states, assign,
-                stats,
-            )  # fmt: skip
+            search_args = (*problem.args(), preds, succs, topo, am, must, bw, live_cap, max_states)
+            value = _dp.ideal_search(*search_args, 1, assign, stats)
+            if value == math.inf and stats[_dp.ST_OVERFLOW] == 0:
+                # nothing fits: search again without the SRAM pruning, so that the smallest
+                # violation of each constraint (the error message) comes from real candidates
+                first_evals = stats[_dp.ST_EVALS]
+                stats = _fresh_stats(stats)
+                value = _dp.ideal_search(*search_args, 0, assign, stats)
+                stats[_dp.ST_EVALS] += first_evals
             exhaustive = stats[_dp.ST_OVERFLOW] == 0
             bound = value if exhaustive else 0.0
             overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
