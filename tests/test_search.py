@@ -63,7 +63,7 @@ def test_ideal_dp_is_optimal_over_all_assignments(seed, n, c, cycle, sram, train
         assert a.bound_ns == pytest.approx(a.value_ns, rel=1e-12)
 
 
-def _ideal_search(problem, prune: int):
+def _ideal_search(problem, prune: int, max_states: int = 10**6):
     from dfsearch.search import _dp
     from dfsearch.search.assign import _allowed, _regimes, _topo
 
@@ -74,8 +74,8 @@ def _ideal_search(problem, prune: int):
     stats = np.zeros(_dp.NUM_STATS)
     stats[_dp.ST_VIOL_SRAM :] = np.inf
     assign = np.full(n, -1, dtype=np.int64)
-    value = _dp.ideal_search(*problem.args(), preds, succs, _topo(problem), am, must, bw,
-                             live_cap, 10**6, prune, assign, stats)  # fmt: skip
+    value = _dp.ideal_search(*problem.args(), preds, succs, _topo(problem), am, must, allowed,
+                             bw, live_cap, max_states, prune, assign, stats)  # fmt: skip
     return value, stats
 
 
@@ -93,6 +93,26 @@ def test_sram_pruning_keeps_the_optimum_and_costs_fewer_candidates(seed):
     full, st0 = _ideal_search(problem, 0)
     assert pruned == full or pruned == pytest.approx(full, rel=1e-12)
     assert st1[_dp.ST_EVALS] <= st0[_dp.ST_EVALS]
+
+
+def test_incumbent_cut_keeps_the_optimum():
+    """With a small state budget the queue passes half its limit, the search takes the
+    contiguous-order DP's value as an incumbent and stops queueing candidates above it; the
+    optimum must not change (when the budget does not overflow)."""
+    from dfsearch.search import _dp
+
+    cut_used = 0
+    for seed in range(8):
+        spec = random_spec(seed, 12, num_config=5, cycle=seed % 2 == 1,
+                           sram=[1e12, 6e4][seed % 2], training=False)  # fmt: skip
+        problem, _ = lowered(spec)
+        small, st = _ideal_search(problem, 1, max_states=40)
+        large, st_large = _ideal_search(problem, 1)
+        assert st_large[_dp.ST_OVERFLOW] == 0
+        if st[_dp.ST_OVERFLOW] == 0:
+            assert small == pytest.approx(large, rel=1e-12)
+            cut_used += st[_dp.ST_QUEUE] < st_large[_dp.ST_QUEUE]
+    assert cut_used >= 2
 
 
 def test_sram_pruning_prunes():

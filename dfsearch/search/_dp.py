@@ -120,6 +120,8 @@ def order_dp(
 # ---- best-first search over chains of ideals -----------------------------------------------
 #: queue entries (candidate configurations) allowed per state of the budget
 QUEUE_PER_STATE = 16
+#: queued candidates after which ``ideal_search`` computes an incumbent to cut the queue
+INCUMBENT_AFTER = 20_000
 _STATE_KEY3 = types.UniTuple(types.int64, 3)  # (level, ideal, lone weight kernels still read)
 
 
@@ -194,7 +196,8 @@ def ideal_search(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, succs, topo, allowed, must, dram_bw, live_cap, max_states, prune, assign, stats,
+    preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap, max_states, prune, assign,
+    stats,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment (A*).
 
@@ -211,6 +214,10 @@ def ideal_search(
     predecessors / successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``:
     kernels configuration c may hold / that must be placed by its end. Writes the best
     assignment into ``assign`` and returns its value (inf if none is feasible).
+    On wide graphs (more than ``INCUMBENT_AFTER`` candidates queued, or half the queue budget)
+    the contiguous-order DP over ``topo`` (``allowed_at[k, c]``: kernel k may sit in
+    configuration c) gives a known assignment: it is returned when it meets the root bound
+    (then optimal), else candidates whose f exceeds its value are no longer queued.
     ``prune`` = 1: candidate configurations are not enumerated past a point where their SRAM
     must exceed the capacity (``sram_floor``); they are then missing from the smallest
     violations in ``stats``. ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
@@ -242,6 +249,9 @@ def ideal_search(
     index[(0, 0, 0)] = 0
     # queue entries: hjm = -1 expands state hsid, else costs configuration hjm - mask(hsid)
     qmax = QUEUE_PER_STATE * max_states
+    cut = np.inf  # candidates with a larger f cannot improve on a known assignment
+    have_upper = False
+    incumbent_after = min(INCUMBENT_AFTER, qmax // 2)
     hcap = 1024
     hq = np.zeros(hcap)
     hp = np.zeros(hcap, np.int64)
@@ -336,6 +346,28 @@ def ideal_search(
                 if dead or (last and jm != full):
                     continue
                 f = g + set_bound(jm & ~base_mask, terms, overlap, e_src, e_dst) + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+                if seq >= incumbent_after and not have_upper:
+                    have_upper = True
+                    # a wide graph: cut candidates that cannot beat a known assignment, the best
+                    # over contiguous blocks of the topological order (always feasible, relax 0)
+                    st_o = np.zeros(NUM_STATS)
+                    st_o[ST_VIOL_SRAM:] = np.inf
+                    tmp = np.full(n, -1, np.int64)
+                    upper = order_dp(
+                        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
+                        k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
+                        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
+                        topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o,
+                    )  # fmt: skip
+                    stats[ST_EVALS] += st_o[ST_EVALS]
+                    if upper <= root * (1.0 + 1e-13):  # it meets the lower bound: optimal
+                        assign[:] = tmp
+                        stats[ST_STATES] += nstates
+                        stats[ST_QUEUE] += seq
+                        return upper
+                    cut = upper * (1.0 + 1e-9) + quantum
+                if f > cut:
+                    continue
                 if size == qmax:
                     stats[ST_OVERFLOW] = 1.0
                     continue
@@ -418,6 +450,8 @@ def ideal_search(
         s_par[j] = sid
         s_closed[j] = 0
         f = total + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+        if f > cut:
+            continue
         if size == qmax:
             stats[ST_OVERFLOW] = 1.0
             continue

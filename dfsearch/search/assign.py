@@ -141,7 +141,9 @@ def assign_configs(
         exhaustive = False
         if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
             preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
-            search_args = (*problem.args(), preds, succs, topo, am, must, bw, live_cap, max_states)
+            search_args = (
+                *problem.args(), preds, succs, topo, am, must, allowed, bw, live_cap, max_states,
+            )  # fmt: skip
             value = _dp.ideal_search(*search_args, 1, assign, stats)
             if value == math.inf and stats[_dp.ST_OVERFLOW] == 0:
                 # nothing fits: search again without the SRAM pruning, so that the smallest
