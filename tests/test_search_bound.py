@@ -42,7 +42,8 @@ def _case_problem(case: str):
         g = generators.hpl(n=w.n, b=w.b, iteration=16, word=spec.execution.word_bytes)
         spec = replace(spec, graph=g)
     d = search(spec, seed=0).evaluation.decision
-    return lower(spec, Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, max(d.config) + 1))
+    nc = max(d.config) + 1
+    return lower(spec, Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, nc))
 
 
 def _config_iis(problem, cfg, nc, bw):
@@ -67,7 +68,7 @@ def _check(problem, rng: random.Random, trials: int) -> int:
     overlap = int(problem.si[I_OVERLAP])
     checked = 0
     for bw, _ in _regimes(problem):
-        terms = ev.bound_terms(*problem.args(), bw)
+        terms, edge_tm = ev.bound_terms(*problem.args(), bw)
         for _ in range(trials):
             nc = rng.randint(1, 5)
             cfg = np.array([rng.randrange(nc) for _ in range(n)], dtype=np.int64)
@@ -76,7 +77,8 @@ def _check(problem, rng: random.Random, trials: int) -> int:
             for c in range(nc):
                 if not np.isfinite(iis[c]):
                     continue
-                b = ev.set_bound(masks[c], terms, overlap, problem.e_src, problem.e_dst)
+                b = ev.set_bound(masks[c], terms, edge_tm, overlap, problem.e_src,
+                                 problem.e_dst)
                 assert b <= iis[c] * (1 + 1e-12), (c, b, iis[c])
                 checked += 1
             # any tail of configurations, as the search bounds the kernels not yet placed
@@ -84,7 +86,8 @@ def _check(problem, rng: random.Random, trials: int) -> int:
                 tail = sum(masks[c:])
                 rest = sum(iis[c:])
                 if np.isfinite(rest):
-                    b = ev.set_bound(tail, terms, overlap, problem.e_src, problem.e_dst)
+                    b = ev.set_bound(tail, terms, edge_tm, overlap, problem.e_src,
+                                     problem.e_dst)
                     assert b <= rest * (1 + 1e-12), (c, b, rest)
     return checked
 
@@ -110,8 +113,9 @@ def test_bound_is_tight_for_one_compute_bound_kernel():
     problem = _random_problem(0, False, False)
     n = problem.num_kernels
     bw = _regimes(problem)[0][0]
-    terms = ev.bound_terms(*problem.args(), bw)
+    terms, edge_tm = ev.bound_terms(*problem.args(), bw)
     for k in range(n):
         iis = _config_iis(problem, np.array([0 if j == k else 1 for j in range(n)]), 2, bw)
-        b = ev.set_bound(1 << k, terms, int(problem.si[I_OVERLAP]), problem.e_src, problem.e_dst)
+        b = ev.set_bound(1 << k, terms, edge_tm, int(problem.si[I_OVERLAP]), problem.e_src,
+                         problem.e_dst)
         assert 0.0 < b <= iis[0] * (1 + 1e-12)

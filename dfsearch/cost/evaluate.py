@@ -751,8 +751,8 @@ def set_cost(
 
 
 # ---- admissible lower bound of a set's II (used to prune the assignment search) ----------
-BND_TC, BND_FLOOR, BND_TM, BND_TN, BND_CH0, BND_CH1, BND_CH2, BND_EDGE_TM = range(8)
-NUM_BND = 8
+BND_TC, BND_FLOOR, BND_TM, BND_TN, BND_CH0, BND_CH1, BND_CH2 = range(7)
+NUM_BND = 7
 
 
 @jit
@@ -773,12 +773,12 @@ def bound_terms(
     DRAM by S's configuration; when S spans several configurations, each such edge still
     crosses into or out of one of them); network: every term is per kernel or per edge in
     its source's configuration, the channel maximum >= each channel's sum. Each term is a
-    sum over S (BND_FLOOR: a maximum), so the bound splits over configurations. Row e of
-    column BND_EDGE_TM holds edge e's memory time (rows beyond the kernels are edges).
+    sum over S (BND_FLOOR: a maximum), so the bound splits over configurations.
+    Returns (per-kernel terms [n, NUM_BND], per-edge memory time [E]).
     """
     n = k_a.shape[0]
-    ne = e_src.shape[0]
-    out = np.zeros((max(n, ne), NUM_BND))
+    out = np.zeros((n, NUM_BND))
+    edge_tm = np.zeros(e_src.shape[0])
     t = si[I_T]
     tmin = min(t, 1) if si[I_PER_CONFIG_TILES] == 1 else t
     freq = sc[F_FREQ]
@@ -800,12 +800,12 @@ def bound_terms(
     for e in range(e_src.shape[0]):
         s = e_src[e]
         out[s, BND_TN] += tmin * e_net_t[e] + sc[F_AR_LATENCY] * e_ar[e]
-        out[e, BND_EDGE_TM] = tmin * e_b[e] / dram_bw
-    return out
+        edge_tm[e] = tmin * e_b[e] / dram_bw
+    return out, edge_tm
 
 
 @jit
-def set_bound(mask, terms, overlap, e_src, e_dst):
+def set_bound(mask, terms, edge_tm, overlap, e_src, e_dst):
     """Lower bound of the summed II of any split of the kernels in bitmask ``mask`` over
     configurations (one or more): the additive terms of ``bound_terms`` combined the way
     ``set_cost`` combines compute, memory and network for ``overlap``."""
@@ -832,7 +832,7 @@ def set_bound(mask, terms, overlap, e_src, e_dst):
         k += 1
     for e in range(e_src.shape[0]):
         if ((mask >> e_src[e]) ^ (mask >> e_dst[e])) & 1:
-            tm += terms[e, BND_EDGE_TM]
+            tm += edge_tm[e]
     if fl > tc:
         tc = fl
     tn += max(c0, c1, c2)

@@ -125,59 +125,75 @@ INCUMBENT_AFTER = 20_000
 _STATE_KEY3 = types.UniTuple(types.int64, 3)  # (level, ideal, lone weight kernels still read)
 
 
+# queue entries: hq[i] = quantised f; hi[i] = (kernels placed, sequence number, state,
+# candidate ideal or -1 to expand the state)
+_Q_PLACED, _Q_SEQ, _Q_STATE, _Q_IDEAL = range(4)
+
+
 @jit
-def _before(hq, hp, hs, i, j):
+def _before(hq, hi, i, j):
     """Heap order: quantised f, then more kernels placed, then the newer entry."""
     if hq[i] != hq[j]:
         return hq[i] < hq[j]
-    if hp[i] != hp[j]:
-        return hp[i] > hp[j]
-    return hs[i] > hs[j]
+    if hi[i, _Q_PLACED] != hi[j, _Q_PLACED]:
+        return hi[i, _Q_PLACED] > hi[j, _Q_PLACED]
+    return hi[i, _Q_SEQ] > hi[j, _Q_SEQ]
 
 
 @jit
-def _swap(arrs_f, arrs_i, i, j):
-    t = arrs_f[i]
-    arrs_f[i] = arrs_f[j]
-    arrs_f[j] = t
-    for a in arrs_i:
-        u = a[i]
-        a[i] = a[j]
-        a[j] = u
+def _swap(hq, hi, i, j):
+    t = hq[i]
+    hq[i] = hq[j]
+    hq[j] = t
+    for col in range(4):
+        u = hi[i, col]
+        hi[i, col] = hi[j, col]
+        hi[j, col] = u
 
 
 @jit
-def _heap_push(hq, hp, hs, hsid, hjm, size, q, p, s, sid, jm):
+def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
+    """Insert an entry at index ``size``, growing the arrays up to ``limit`` entries.
+    Returns (hq, hi, False) when the queue is full (the entry is dropped)."""
+    if size == limit:
+        return hq, hi, False
+    if size == hq.shape[0]:
+        cap = min(2 * size, limit)
+        hq = _grow(hq, cap)
+        wider = np.zeros((cap, 4), np.int64)
+        wider[:size] = hi
+        hi = wider
     hq[size] = q
-    hp[size] = p
-    hs[size] = s
-    hsid[size] = sid
-    hjm[size] = jm
+    hi[size, _Q_PLACED] = placed
+    hi[size, _Q_SEQ] = seq
+    hi[size, _Q_STATE] = sid
+    hi[size, _Q_IDEAL] = jm
     i = size
     while i > 0:
         up = (i - 1) // 2
-        if not _before(hq, hp, hs, i, up):
+        if not _before(hq, hi, i, up):
             break
-        _swap(hq, (hp, hs, hsid, hjm), i, up)
+        _swap(hq, hi, i, up)
         i = up
+    return hq, hi, True
 
 
 @jit
-def _heap_pop(hq, hp, hs, hsid, hjm, size):
+def _queue_pop(hq, hi, size):
     """Move the top to the end (index size - 1) and restore the heap on the rest."""
     last = size - 1
-    _swap(hq, (hp, hs, hsid, hjm), 0, last)
+    _swap(hq, hi, 0, last)
     i = 0
     while True:
         l = 2 * i + 1
         if l >= last:
             break
         m = l
-        if l + 1 < last and _before(hq, hp, hs, l + 1, l):
+        if l + 1 < last and _before(hq, hi, l + 1, l):
             m = l + 1
-        if not _before(hq, hp, hs, m, i):
+        if not _before(hq, hi, m, i):
             break
-        _swap(hq, (hp, hs, hsid, hjm), i, m)
+        _swap(hq, hi, i, m)
         i = m
     return last
 
@@ -226,13 +242,13 @@ def ideal_search(
     n = k_a.shape[0]
     nc = allowed.shape[0]
     full = (np.int64(1) << n) - 1
-    terms = bound_terms(
+    terms, edge_tm = bound_terms(
         k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
         k_pin, k_num_input, k_sram_extra,
         e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si, dram_bw,
     )  # fmt: skip
     overlap = si[I_OVERLAP]
-    root = set_bound(full, terms, overlap, e_src, e_dst)
+    root = set_bound(full, terms, edge_tm, overlap, e_src, e_dst)
     quantum = root * 1e-13
     if not quantum > 0.0:
         quantum = 1e-300
@@ -247,21 +263,15 @@ def ideal_search(
     nstates = 1
     index = Dict.empty(key_type=_STATE_KEY3, value_type=types.int64)
     index[(0, 0, 0)] = 0
-    # queue entries: hjm = -1 expands state hsid, else costs configuration hjm - mask(hsid)
     qmax = QUEUE_PER_STATE * max_states
     cut = np.inf  # candidates with a larger f cannot improve on a known assignment
     have_upper = False
     incumbent_after = min(INCUMBENT_AFTER, qmax // 2)
-    hcap = 1024
-    hq = np.zeros(hcap)
-    hp = np.zeros(hcap, np.int64)
-    hs = np.zeros(hcap, np.int64)
-    hsid = np.zeros(hcap, np.int64)
-    hjm = np.zeros(hcap, np.int64)
-    size = 0
-    seq = 0
-    _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(root / quantum), 0, seq, 0, -1)
-    size += 1
+    hq = np.zeros(1024)
+    hi = np.zeros((1024, 4), np.int64)
+    hq, hi, _ = _queue_push(hq, hi, 0, qmax, np.floor(root / quantum), 0, 0, 0, -1)
+    size = 1
+    seq = 0  # entries queued after the root
     where = np.zeros(n, np.int8)
     members = np.zeros(n, np.int64)
     k_pl = np.ones(n, np.int64)
@@ -278,10 +288,10 @@ def ideal_search(
     )
     goal = -1
     while size > 0:
-        top = _heap_pop(hq, hp, hs, hsid, hjm, size)
+        top = _queue_pop(hq, hi, size)
         size -= 1
-        sid = hsid[top]
-        jm0 = hjm[top]
+        sid = hi[top, _Q_STATE]
+        jm0 = hi[top, _Q_IDEAL]
         base_mask = s_mask[sid]
         base_lone = s_lone[sid]
         c = s_lvl[sid]
@@ -345,7 +355,8 @@ def ideal_search(
                         break
                 if dead or (last and jm != full):
                     continue
-                f = g + set_bound(jm & ~base_mask, terms, overlap, e_src, e_dst) + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+                f = g + set_bound(jm & ~base_mask, terms, edge_tm, overlap, e_src, e_dst)
+                f += set_bound(full & ~jm, terms, edge_tm, overlap, e_src, e_dst)
                 if seq >= incumbent_after and not have_upper:
                     have_upper = True
                     # a wide graph: cut candidates that cannot beat a known assignment, the best
@@ -368,19 +379,14 @@ def ideal_search(
                     cut = upper * (1.0 + 1e-9) + quantum
                 if f > cut:
                     continue
-                if size == qmax:
+                hq, hi, ok = _queue_push(
+                    hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, sid, jm
+                )
+                if not ok:
                     stats[ST_OVERFLOW] = 1.0
                     continue
-                if size == hcap:
-                    hcap = min(2 * hcap, qmax)
-                    hq = _grow1f(hq, hcap)
-                    hp = _grow1i(hp, hcap)
-                    hs = _grow1i(hs, hcap)
-                    hsid = _grow1i(hsid, hcap)
-                    hjm = _grow1i(hjm, hcap)
-                seq += 1
-                _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(f / quantum), _popcount(jm), seq, sid, jm)
                 size += 1
+                seq += 1
             continue
         # cost configuration c = jm0 minus base_mask
         jm = jm0
@@ -435,12 +441,12 @@ def ideal_search(
             j = nstates
             if j == scap:
                 scap = min(2 * scap, max_states)
-                s_mask = _grow1i(s_mask, scap)
-                s_lone = _grow1i(s_lone, scap)
-                s_lvl = _grow1i(s_lvl, scap)
-                s_g = _grow1f(s_g, scap)
-                s_par = _grow1i(s_par, scap)
-                s_closed = _grow1b(s_closed, scap)
+                s_mask = _grow(s_mask, scap)
+                s_lone = _grow(s_lone, scap)
+                s_lvl = _grow(s_lvl, scap)
+                s_g = _grow(s_g, scap)
+                s_par = _grow(s_par, scap)
+                s_closed = _grow(s_closed, scap)
             index[key] = j
             s_mask[j] = jm
             s_lone[j] = keep
@@ -449,22 +455,17 @@ def ideal_search(
         s_g[j] = total
         s_par[j] = sid
         s_closed[j] = 0
-        f = total + set_bound(full & ~jm, terms, overlap, e_src, e_dst)
+        f = total + set_bound(full & ~jm, terms, edge_tm, overlap, e_src, e_dst)
         if f > cut:
             continue
-        if size == qmax:
+        hq, hi, ok = _queue_push(
+            hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, j, -1
+        )
+        if not ok:
             stats[ST_OVERFLOW] = 1.0
             continue
-        if size == hcap:
-            hcap = min(2 * hcap, qmax)
-            hq = _grow1f(hq, hcap)
-            hp = _grow1i(hp, hcap)
-            hs = _grow1i(hs, hcap)
-            hsid = _grow1i(hsid, hcap)
-            hjm = _grow1i(hjm, hcap)
-        seq += 1
-        _heap_push(hq, hp, hs, hsid, hjm, size, np.floor(f / quantum), _popcount(jm), seq, j, -1)
         size += 1
+        seq += 1
     stats[ST_STATES] += nstates
     stats[ST_QUEUE] += seq
     if goal < 0:
@@ -483,22 +484,9 @@ def ideal_search(
 
 
 @jit
-def _grow1i(a, cap):
+def _grow(a, cap):
+    """A copy of 1-D ``a`` with room for ``cap`` entries."""
     out = np.zeros(cap, a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@jit
-def _grow1f(a, cap):
-    out = np.zeros(cap)
-    out[: a.shape[0]] = a
-    return out
-
-
-@jit
-def _grow1b(a, cap):
-    out = np.zeros(cap, np.int8)
     out[: a.shape[0]] = a
     return out
 

@@ -72,7 +72,8 @@ def _topo(problem: Problem) -> np.ndarray:
     before backward ones (so that contiguous blocks can respect the FWD/BWD rule)."""
     from dfsearch.search import _dp
 
-    return _dp.topological_order(problem.num_kernels, problem.e_src, problem.e_dst, problem.k_phase)
+    p = problem
+    return _dp.topological_order(p.num_kernels, p.e_src, p.e_dst, p.k_phase)
 
 
 def _regimes(problem: Problem) -> list[tuple[float, float]]:
