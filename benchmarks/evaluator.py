@@ -59,9 +59,9 @@ class Instance:
 
 # --------------------------------------------------------------------------- instances
 def load_readme_spec():
-    """The README spec; through ``dfsearch.load`` when present, else the DFModel importer."""
+    """The README spec; through ``dfsearch.loader`` when present, else the DFModel importer."""
     try:
-        from dfsearch.load import load_spec
+        from dfsearch.loader import load_spec
     except ImportError:
         from dfsearch.io.dfmodel import load_dfmodel_file as load_spec
     return load_spec(README_SETUP)

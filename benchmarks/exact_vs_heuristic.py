@@ -225,7 +225,7 @@ def gpt_instances(quick: bool) -> list[Instance]:
 def gpt_training_instances(quick: bool) -> list[Instance]:
     """Whole training layers (41 kernels, FWD/BWD rule), above the default kernel limit:
     the README GPT-3 1T case at the search's outer choices, and a small llm_fwdbwd."""
-    from dfsearch.load import load_spec
+    from dfsearch.loader import load_spec
     from dfsearch.search.engine import search
 
     spec = load_spec(HERE.parent / "dfsearch" / "examples" / "gpt3_1T_sn30.toml")

@@ -43,9 +43,9 @@ def spec_files() -> tuple[list[Path], list[str]]:
     files = sorted(CASES.glob("*/setup*.txt"))
     notes = []
     try:
-        import dfsearch.load  # noqa: F401
+        import dfsearch.loader  # noqa: F401
     except ImportError:
-        notes.append("dfsearch.load is missing: example TOML specs skipped")
+        notes.append("dfsearch.loader is missing: example TOML specs skipped")
     else:
         files += sorted(EXAMPLES.glob("*.toml"))
     return files, notes
@@ -53,7 +53,7 @@ def spec_files() -> tuple[list[Path], list[str]]:
 
 def load(path: Path):
     try:
-        from dfsearch.load import load_spec
+        from dfsearch.loader import load_spec
     except ImportError:
         from dfsearch.io.dfmodel import load_dfmodel_file as load_spec
     return load_spec(path)
@@ -88,9 +88,12 @@ def run_case(path: Path, repeat: int) -> dict:
         "lower_bound_s": lb,
         "gap": (ev.final_s / lb - 1.0) if lb else None,
         "optimal": st.optimal,
+        "status": st.status.label,
         "method": st.method,
         "candidates": st.candidates,
-        "stopped_by_time": st.stopped_by_time,
+        "solved": st.solved,
+        "pruned": st.pruned,
+        "stopped_by": st.stopped_by,
     }
 
 

@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load", "run", "evaluate"]
 
 _LAZY = {
-    "load": ("dfsearch.load", "load_spec"),
+    "load": ("dfsearch.loader", "load_spec"),
     "run": ("dfsearch.api", "run"),
     "evaluate": ("dfsearch.api", "evaluate"),
 }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dfsearch.cost.model import Evaluation
 from dfsearch.decision import Decision
+from dfsearch.errors import InfeasibleError
 from dfsearch.result import RunResult
 from dfsearch.search.engine import Progress
 from dfsearch.spec import Spec
@@ -22,7 +23,7 @@ def load(source: str | Path | Spec) -> Spec:
     """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec."""
     if isinstance(source, Spec):
         return source
-    from dfsearch.load import load_spec
+    from dfsearch.loader import load_spec
 
     return load_spec(source)
 
@@ -32,20 +33,51 @@ def run(
     *,
     seed: int | None = None,
     time_limit_s: float | None = None,
+    max_evaluations: int | None = None,
     progress: Progress | None = None,
 ) -> RunResult:
     """Search the best mapping of a spec.
+
+    The result depends on (spec, seed) only. ``max_evaluations`` (work) and
+    ``time_limit_s`` (wall clock, 0 = none) default to the spec's ``[search]`` settings;
+    a result they stop is labelled ``stopped_by_limit`` (``result.status``). Ctrl-C returns
+    the best mapping found so far, labelled ``interrupted``.
 
     Raises
     ------
     SpecError
         Bad input.
     InfeasibleError
-        No feasible mapping; the message says which constraint binds and by how much.
+        No feasible mapping was found; the message says which constraints bind and by how
+        much, and ``exc.result`` is the full result (status, violations, lower bound).
     """
     from dfsearch.search.engine import search
 
-    return search(load(source), seed=seed, time_limit_s=time_limit_s, progress=progress)
+    _check_run_args(seed, time_limit_s, max_evaluations)
+    result = search(
+        load(source), seed=seed, time_limit_s=time_limit_s, max_evaluations=max_evaluations,
+        progress=progress,
+    )  # fmt: skip
+    if result.evaluation is None:
+        raise InfeasibleError(result.infeasible_message(), result=result)
+    return result
+
+
+def _check_run_args(seed: object, time_limit_s: object, max_evaluations: object) -> None:
+    """The keyword arguments of ``run`` get the checks of the spec's ``[search]`` table."""
+    from dfsearch.errors import Issue, SpecError
+    from dfsearch.validate import seed_issue
+
+    issues = [seed_issue("seed", seed)] if seed is not None else []
+    if time_limit_s is not None and not (isinstance(time_limit_s, (int, float)) and time_limit_s >= 0):
+        issues.append(Issue("time_limit_s", f"must be a number >= 0 s. Got {time_limit_s!r} instead."))
+    if max_evaluations is not None and not (
+        isinstance(max_evaluations, int) and not isinstance(max_evaluations, bool) and max_evaluations >= 1
+    ):
+        issues.append(Issue("max_evaluations", f"must be an integer >= 1. Got {max_evaluations!r} instead."))
+    issues = [i for i in issues if i is not None]
+    if issues:
+        raise SpecError(issues, file="dfsearch.run")
 
 
 def evaluate(source: str | Path | Spec, decision: Decision) -> Evaluation:

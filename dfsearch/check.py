@@ -9,7 +9,10 @@ proven optimum which the exact solver improves on, is a bug: ``check`` raises
 ``RuntimeError`` rather than report it.
 
 The certificate covers the configuration assignment for the heuristic's outer choices
-only: other shapes, tile counts or configuration counts are not re-solved exactly.
+only: other shapes, tile counts or configuration counts are not re-solved exactly. The
+result therefore carries two verdicts: ``gap`` (within those outer choices) and
+``overall_status`` / ``overall_gap`` (the whole space: proven only when the search itself
+proved every other outer choice worse by a bound).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dfsearch.codes import RunStatus
 from dfsearch.cost.lower import Outer
 from dfsearch.search.exact import ExactResult
 from dfsearch.spec import Spec
@@ -40,6 +44,8 @@ class CheckResult:
     heuristic_final_s: float
     heuristic_seconds: float
     heuristic_proven: bool | None  #: the search's own optimality claim
+    heuristic_status: RunStatus  #: the search's status over the whole space
+    heuristic_lower_bound_s: float | None  #: the search's lower bound over the whole space
     heuristic_config: tuple[int, ...]
     outer: Outer
     exact: ExactResult
@@ -47,6 +53,24 @@ class CheckResult:
     exact_bound_s: float | None
     gap: float | None
     gap_kind: str | None
+
+    @property
+    def overall_status(self) -> RunStatus:
+        """OPTIMAL only when the search proved every other outer choice worse and the exact
+        solver proved these outer choices' optimum (or the search had proven it itself)."""
+        if self.heuristic_status is RunStatus.OPTIMAL:
+            return RunStatus.OPTIMAL
+        return self.heuristic_status
+
+    @property
+    def overall_gap(self) -> float | None:
+        """Largest possible gap of the heuristic to the optimum over the whole space."""
+        lb = self.heuristic_lower_bound_s
+        if self.overall_status is RunStatus.OPTIMAL:
+            return 0.0
+        if lb is None or lb <= 0:
+            return None
+        return max(0.0, self.heuristic_final_s / lb - 1.0)
 
     def to_json(self) -> dict[str, Any]:
         """``{"heuristic": {...}, "exact": {...}, "gap", "gap_kind"}`` (JSON-ready)."""
@@ -57,6 +81,8 @@ class CheckResult:
                 "final_s": self.heuristic_final_s,
                 "seconds": self.heuristic_seconds,
                 "proven_optimal": self.heuristic_proven,
+                "status": self.heuristic_status.label,
+                "lower_bound_s": self.heuristic_lower_bound_s,
             },
             "exact": {
                 "status": ex.status,
@@ -67,6 +93,9 @@ class CheckResult:
             },
             "gap": self.gap,
             "gap_kind": self.gap_kind,
+            "gap_scope": "these_outer_choices",
+            "overall_status": self.overall_status.label,
+            "overall_gap": self.overall_gap,
         }
 
 
@@ -109,14 +138,15 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
         infeasible what the heuristic mapped, or the search claims a proven optimum that
         the exact solver improves on: a bug in one of them.
     """
+    from dfsearch.api import run as run_search
     from dfsearch.cost.lower import lower
-    from dfsearch.search.engine import search
     from dfsearch.search.exact import _require_ortools, solve_exact
     from dfsearch.search.outer import final_from_ii
 
     _require_ortools()
-    run = search(spec, seed=seed)
+    run = run_search(spec, seed=seed)
     ev = run.evaluation
+    assert ev is not None  # run_search raises InfeasibleError otherwise
     d = ev.decision
     outer = Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, len(ev.configs))
     problem = lower(spec, outer)
@@ -145,6 +175,8 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
         heuristic_final_s=h_final,
         heuristic_seconds=run.search.seconds,
         heuristic_proven=run.search.optimal,
+        heuristic_status=run.status,
+        heuristic_lower_bound_s=run.search.lower_bound_s,
         heuristic_config=tuple(d.config),
         outer=outer,
         exact=ex,

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dfsearch import __version__
+from dfsearch.codes import RunStatus
 from dfsearch.errors import DfsearchError, InfeasibleError, SpecError
 
 __all__ = ["app", "main"]
@@ -53,7 +54,16 @@ def _write_json(obj: Any, dest: str) -> None:
     if dest == "-":
         sys.stdout.write(text)
     else:
-        Path(dest).write_text(text)
+        _write_file(Path(dest), text)
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Write an output; a failure (disk full, folder removed meanwhile) is a clean exit 2."""
+    try:
+        path.write_text(text)
+    except OSError as e:
+        typer.echo(f"{path}: cannot write: {e.strerror or e}.", err=True)
+        raise typer.Exit(2) from None
 
 
 def _json_default(o: Any) -> Any:
@@ -89,6 +99,62 @@ def _progress(enabled: bool):  # noqa: ANN202
     return show
 
 
+def _check_args(
+    *,
+    inputs: tuple[Path | str | None, ...] = (),
+    outputs: dict[str, Path | str | None] | None = None,
+    seed: int | None = None,
+) -> None:
+    """Exit 2 at once on arguments that would only fail after the work is done: an output
+    (option name -> path; '-' is stdout) in a missing or read-only folder, on a folder, on an
+    input file or on another output; a seed numpy and optuna reject."""
+    from dfsearch.validate import seed_issue
+
+    problems = []
+    if seed is not None and (issue := seed_issue("--seed", seed)) is not None:
+        problems.append(issue.render())
+    ins = [Path(i) for i in inputs if i is not None]
+    seen: list[Path] = []
+    for option, out in (outputs or {}).items():
+        if out is None or str(out) == "-":
+            continue
+        problem = _output_problem(Path(out), ins, seen)
+        if problem:
+            problems.append(f"{option} {out}: {problem}")
+        seen.append(Path(out))
+    if problems:
+        typer.echo("\n".join(problems), err=True)
+        raise typer.Exit(2)
+
+
+def _output_problem(out: Path, inputs: list[Path], others: list[Path]) -> str | None:
+    import os
+
+    if any(_same_file(out, i) for i in inputs):
+        return "is an input file of this command; refusing to overwrite it. Choose another path."
+    if any(_same_file(out, o) for o in others):
+        return "is already the path of another output. Choose another path."
+    if out.is_dir():
+        return "is a folder; expected a file path."
+    folder = out.parent
+    if not folder.is_dir():
+        return f"cannot write: the folder {str(folder)!r} does not exist. Create it first."
+    if not os.access(folder, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        return "cannot write: permission denied."
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    import os
+
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
 SpecArg = Annotated[
     Optional[Path],  # noqa: UP007 - typer needs Optional
     typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt. Omit for the built-in example.", show_default=False),
@@ -102,10 +168,14 @@ JsonOpt = Annotated[
 @app.command()
 def run(
     spec: SpecArg = None,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed (default: the spec's search.seed).")] = None,  # noqa: UP007
+    seed: Annotated[Optional[int], typer.Option(help="Random seed (default: the spec's search.seed). Same spec and seed, same answer, on any machine.")] = None,  # noqa: UP007
     time_limit: Annotated[
         Optional[float],  # noqa: UP007
-        typer.Option("--time-limit", metavar="S", help="Stop searching after S seconds (anytime)."),
+        typer.Option("--time-limit", metavar="S", min=0.0, help="Safety stop after S seconds of search (compilation excluded). A search it stops is reported as 'stopped_by_limit', not proven, and may depend on machine speed."),
+    ] = None,
+    max_evaluations: Annotated[
+        Optional[int],  # noqa: UP007
+        typer.Option("--max-evaluations", metavar="N", min=1, help="Work budget in configuration costings (default: the spec's search.max_evaluations, 20 million). Deterministic: the same on any machine."),
     ] = None,
     json_out: JsonOpt = None,
     mapping_out: Annotated[
@@ -114,17 +184,32 @@ def run(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example."""
-    from dfsearch import api
+    """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example.
 
-    path = spec or _builtin()
-    show = not quiet and sys.stderr.isatty() and json_out != "-"
-    try:
-        result = api.run(path, seed=seed, time_limit_s=time_limit, progress=_progress(show))
-    except (SpecError, InfeasibleError) as exc:
-        raise _fail(exc) from None
+    The report ends with a status: OPTIMAL (a lower bound meets the answer),
+    FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap),
+    STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
+    mapping so far is still reported and written, exit code 130)."""
+    from dfsearch import api
     from dfsearch.report import format_run
 
+    path = spec or _builtin()
+    _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed)
+    show = not quiet and sys.stderr.isatty() and json_out != "-"
+    try:
+        s = api.load(path)
+        result = api.run(
+            s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
+            progress=_progress(show),
+        )  # fmt: skip
+    except SpecError as exc:
+        raise _fail(exc) from None
+    except InfeasibleError as exc:
+        if json_out and exc.result is not None:
+            _write_json(_finite(exc.result.to_json()), json_out)
+        typer.echo(str(exc), err=True)
+        interrupted = exc.result is not None and exc.result.status is RunStatus.INTERRUPTED
+        raise typer.Exit(130 if interrupted else 1) from None
     if json_out != "-":
         typer.echo(format_run(result, title=f"dfsearch {__version__}: {path}"))
     if json_out:
@@ -132,7 +217,10 @@ def run(
     if mapping_out:
         from dfsearch.mapping import decision_to_mapping, mapping_to_toml
 
-        mapping_out.write_text(mapping_to_toml(decision_to_mapping(result.spec, result.evaluation.decision)))
+        _write_file(mapping_out, mapping_to_toml(decision_to_mapping(result.spec, result.evaluation.decision)))
+    if result.status is RunStatus.INTERRUPTED:
+        typer.echo("interrupted: the mapping above is the best found so far, not proven.", err=True)
+        raise typer.Exit(130)
 
 
 @app.command("eval")
@@ -142,6 +230,7 @@ def eval_(
     json_out: JsonOpt = None,
 ) -> None:
     """Evaluate one given mapping (no search) and report it."""
+    _check_args(inputs=(spec, mapping), outputs={"--json": json_out})
     from dfsearch import api
     from dfsearch.mapping import load_mapping
     from dfsearch.report import describe_spec, format_evaluation
@@ -157,8 +246,10 @@ def eval_(
     if json_out:
         from dfsearch.result import RunResult, SearchStats
 
-        stats = SearchStats("given", 0.0, 1, s.search.seed, None, None, 0, 0, False)
-        _write_json(_finite(RunResult(s, ev, stats).to_json() | {"status": ev.status.label, "violation": ev.violation}), json_out)
+        status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
+        stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
+        extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
+        _write_json(_finite(RunResult(s, ev, stats).to_json() | extra), json_out)
     if not ev.feasible:
         typer.echo(f"{mapping}: infeasible mapping: {ev.status.message} (by {ev.violation:.6g}).", err=True)
         raise typer.Exit(1)
@@ -170,7 +261,8 @@ def validate(
     json_out: JsonOpt = None,
 ) -> None:
     """Check an input and print a summary (kernels, connections, FLOP, weights, system)."""
-    from dfsearch.load import load_input
+    _check_args(inputs=(file,), outputs={"--json": json_out})
+    from dfsearch.loader import load_input
     from dfsearch.report import describe_graph, describe_spec
     from dfsearch.spec import Graph
 
@@ -217,14 +309,15 @@ def convert(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the dfsearch TOML spec.")],
 ) -> None:
     """Convert a DFModel setup.txt into a dfsearch TOML spec (same model, same numbers)."""
+    _check_args(inputs=(setup,), outputs={"--output": output})
     from dfsearch.io.toml_writer import spec_to_toml
-    from dfsearch.load import load_spec
+    from dfsearch.loader import load_spec
 
     try:
         spec = load_spec(setup)
     except SpecError as exc:
         raise _fail(exc) from None
-    output.write_text(spec_to_toml(spec))
+    _write_file(output, spec_to_toml(spec))
     typer.echo(f"wrote {output} ({len(spec.graph.kernels)} kernels, {len(spec.graph.connections)} connections)")
 
 
@@ -239,6 +332,7 @@ def generate(
     """Write the dataflow graph of a workload generator, e.g.
     'dfsearch generate llm --hidden 25600 --num-head 160 --head-dim 160 --seq 2048 --word 2 -o g.toml'.
     'dfsearch generate KIND --help-params' lists a generator's parameters."""
+    _check_args(outputs={"--output": output})
     from dfsearch.io.toml_writer import graph_to_toml
     from dfsearch.kernels.generators import GENERATORS, generate as gen
 
@@ -273,7 +367,7 @@ def generate(
     except SpecError as exc:
         raise _fail(exc) from None
     header = f"dfsearch generate {kind} " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in params.items())
-    output.write_text(graph_to_toml(graph, header=header))
+    _write_file(output, graph_to_toml(graph, header=header))
     typer.echo(f"wrote {output} ({len(graph.kernels)} kernels, {len(graph.connections)} connections, {graph.flop:.6g} FLOP)")
 
 
@@ -289,6 +383,7 @@ def check(
     """Run the search and an exact solver (OR-Tools CP-SAT) on the same instance and report
     how far the search is from the optimum (or from the solver's bound). Needs
     'pip install "dfsearch[exact]"'."""
+    _check_args(inputs=(spec,), outputs={"--json": json_out}, seed=seed)
     from dfsearch import api
     from dfsearch.errors import SolverUnavailableError
 
@@ -301,18 +396,37 @@ def check(
         raise _fail(exc) from None
     data = result.to_json()
     if json_out != "-":
-        h, e = data["heuristic"], data["exact"]
-        lines = [
-            f"dfsearch {__version__}: exact check of {spec}",
-            f"heuristic  final_s {h['final_s']:.10g}  in {h['seconds']:.3g} s",
-            f"exact      {e['status']}: final_s {e['final_s'] if e['final_s'] is None else format(e['final_s'], '.10g')}, "
-            f"bound {e['bound_s'] if e['bound_s'] is None else format(e['bound_s'], '.10g')} s, in {e['seconds']:.3g} s",
-        ]
-        if data.get("gap") is not None:
-            lines.append(f"gap        {data['gap']:.4%} ({data.get('gap_kind')})")
-        typer.echo("\n".join(lines))
+        typer.echo("\n".join(_check_lines(spec, data, result.outer)))
     if json_out:
         _write_json(_finite(data), json_out)
+
+
+def _check_lines(spec: Path, data: dict[str, Any], outer: Any) -> list[str]:
+    """The text report of 'dfsearch check': two verdicts, never one that overstates."""
+    h, e = data["heuristic"], data["exact"]
+
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else format(x, ".10g")
+
+    where = f"shape {'x'.join(map(str, outer.shape))}, {outer.num_tile} tile(s), {outer.num_config} configuration(s)"
+    lines = [
+        f"dfsearch {__version__}: exact check of {spec}",
+        f"heuristic  final_s {num(h['final_s'])} in {h['seconds']:.3g} s; search status {h['status']}, "
+        f"lower bound {num(h['lower_bound_s'])} s",
+        f"exact      {e['status']} for the heuristic's outer choices ({where}): final_s {num(e['final_s'])}, "
+        f"bound {num(e['bound_s'])} s, in {e['seconds']:.3g} s",
+    ]
+    if data.get("gap") is not None:
+        kind = "vs the exact optimum" if data["gap_kind"] == "vs_optimum" else "at most, vs the exact bound"
+        lines.append(f"gap        {data['gap']:.4%} {kind}, within these outer choices only")
+    if data["overall_status"] == RunStatus.OPTIMAL.label:
+        lines.append("overall    proven optimal over every outer choice (the search's bounds rule out the others)")
+    else:
+        og = data.get("overall_gap")
+        bound = f"gap to the optimum <= {og:.4%}" if og is not None else "no bound on the gap"
+        lines.append(f"overall    NOT proven optimal over the whole space ({data['overall_status']}): other outer "
+                     f"choices are certified only by the search's lower bound; {bound}")  # fmt: skip
+    return lines
 
 
 @app.command()

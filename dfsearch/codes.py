@@ -27,6 +27,7 @@ __all__ = [
     "WorkloadKind",
     "Equations",
     "Status",
+    "RunStatus",
     "TOPOLOGY_VARIANTS",
 ]
 
@@ -220,6 +221,34 @@ class Status(_Coded):
     @property
     def message(self) -> str:
         return _STATUS_MESSAGES[self]
+
+
+class RunStatus(_Coded):
+    """What a run (search, evaluation, check, sweep point) can say about its answer.
+
+    The one vocabulary of every result and report; ``.label`` is the JSON word.
+    """
+
+    OPTIMAL = 0  #: a lower bound meets the result: proven optimal
+    FEASIBLE_NOT_PROVEN = 1  #: the search finished its budget-free work but cannot prove it
+    STOPPED_BY_LIMIT = 2  #: a work budget or the time limit stopped the search early
+    INFEASIBLE = 3  #: no feasible mapping exists (proven) or none was found
+    INTERRUPTED = 4  #: the user interrupted the search (Ctrl-C)
+    EVALUATED = 5  #: one given mapping was evaluated, nothing was searched
+
+    @property
+    def message(self) -> str:
+        return _RUN_STATUS_MESSAGES[self]
+
+
+_RUN_STATUS_MESSAGES = {
+    RunStatus.OPTIMAL: "proven optimal",
+    RunStatus.FEASIBLE_NOT_PROVEN: "feasible, not proven optimal",
+    RunStatus.STOPPED_BY_LIMIT: "stopped by a limit, not proven",
+    RunStatus.INFEASIBLE: "no feasible mapping",
+    RunStatus.INTERRUPTED: "interrupted, not proven",
+    RunStatus.EVALUATED: "given mapping evaluated, not searched",
+}
 
 
 _STATUS_MESSAGES = {

@@ -57,9 +57,17 @@ class SpecError(DfsearchError, ValueError):
 
 
 class InfeasibleError(DfsearchError):
-    """A valid spec for which no mapping satisfies the capacities (exit 1)."""
+    """A valid spec for which no mapping satisfies the capacities (exit 1).
+
+    ``result`` is the search's full result (a ``RunResult`` with its status, lower bound and
+    per-constraint violations) when the error comes from a search.
+    """
 
     exit_code = 1
+
+    def __init__(self, message: str, *, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class SolverUnavailableError(DfsearchError, ImportError):

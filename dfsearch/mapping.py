@@ -24,24 +24,37 @@ from dfsearch.spec import Spec
 
 __all__ = ["load_mapping", "decision_to_mapping", "mapping_to_toml"]
 
+#: Largest accepted values (the ranges of the matching spec fields, docs/spec.md).
+MAX_MICRO_BATCH = 2**40
+MAX_NUM_TILE = 2**30
+MAX_CONFIG = 2**16 - 1
+
+
+def _is_int(v: Any, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _int_issue(key: str, v: Any, lo: int, hi: int, note: str = "") -> Issue:
+    return Issue(key, f"must be an integer in [{lo}, {hi}]{note}. Got {v!r} instead.")
+
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"cannot read mapping file: {exc.strerror}", file=str(path)) from None
+    from dfsearch.loader import parse_toml, read_text
+
+    text = read_text(path)
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # also integers of more than 4300 digits
             raise SpecError(f"invalid JSON: {exc}", file=str(path)) from None
+        except RecursionError:
+            msg = "invalid JSON: arrays or objects are nested too deeply."
+            raise SpecError(msg, file=str(path)) from None
+        if not isinstance(data, dict):
+            msg = f"must be a JSON object (a table). Got a {type(data).__name__} instead."
+            raise SpecError(msg, file=str(path))
     else:
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SpecError(f"invalid TOML: {exc}", file=str(path)) from None
+        data = parse_toml(text, str(path))
     if "mapping" in data and isinstance(data["mapping"], dict):
         data = data["mapping"]
     return data
@@ -65,12 +78,12 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
     names = [k.name for k in kernels]
     index = {n: i for i, n in enumerate(names)}
 
-    def int_field(key: str, default: int | None) -> int | None:
+    def int_field(key: str, default: int | None, hi: int) -> int | None:
         v = data.get(key, default)
         if v is None:
             return None
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            issues.append(Issue(key, f"must be an integer >= 1. Got {v!r} instead."))
+        if not _is_int(v, 1, hi):
+            issues.append(_int_issue(key, v, 1, hi))
             return default
         return v
 
@@ -82,29 +95,38 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         else:
             issues.append(Issue("shape", "is required: the spec leaves network sizes free."))
             shape = shapes[0] if shapes else (1,)
-    elif not (isinstance(shape, list) and all(isinstance(s, int) and s > 0 for s in shape)):
-        issues.append(Issue("shape", f"must be a list of positive integers. Got {shape!r} instead."))
+    elif not (isinstance(shape, list) and all(_is_int(s, 1, spec.system.num_chip) for s in shape)):
+        chips = spec.system.num_chip
+        msg = f"must be a list of integers in [1, {chips}] (num_chip). Got {shape!r} instead."
+        issues.append(Issue("shape", msg))
         shape = shapes[0] if shapes else (1,)
     elif len(shape) != len(spec.system.network):
         issues.append(
             Issue("shape", f"must have {len(spec.system.network)} entries. Got {len(shape)} instead.")
         )
-    mbs = int_field("micro_batch_size", outer_mod.micro_batch_size(spec))
+    mbs = int_field("micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH)
     tiles = outer_mod.tile_counts(spec)
     t_default = tiles[0] if len(tiles) == 1 else None
-    t = int_field("num_tile", t_default)
-    if t is None:
+    t = int_field("num_tile", t_default, MAX_NUM_TILE)
+    if t is None and "num_tile" not in data:
         issues.append(Issue("num_tile", "is required: the spec leaves the tile size free."))
         t = 1
 
     cfg_table = data.get("config", {})
     if not isinstance(cfg_table, dict):
-        issues.append(Issue("config", "must be a table of kernel name -> configuration index."))
+        msg = f"must be a table of kernel name -> configuration index. Got {cfg_table!r} instead."
+        issues.append(Issue("config", msg))
         cfg_table = {}
-    for name in cfg_table:
+    given = set(cfg_table)  # kernels with a value in the file, good or bad
+    for name, v in list(cfg_table.items()):
         if name not in index:
             issues.append(Issue(f"config.{name}", "is not a kernel of the graph."))
-    c_eff = effective_num_config(spec, (max(cfg_table.values(), default=0) + 1) if cfg_table else None)
+        elif not _is_int(v, 0, MAX_CONFIG):
+            issues.append(_int_issue(f"config.{name}", v, 0, MAX_CONFIG))
+        else:
+            continue
+        cfg_table = {k: x for k, x in cfg_table.items() if k != name}
+    c_eff = effective_num_config(spec, (max(cfg_table.values()) + 1) if cfg_table else None)
     if forced_config(spec, c_eff) and not cfg_table:
         config = tuple(range(len(kernels)))
     else:
@@ -114,10 +136,9 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
             if v is None and k.config >= 0:
                 v = k.config
             if v is None:
-                issues.append(Issue(f"config.{k.name}", "is missing (every kernel needs one)."))
-                v = 0
-            elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                issues.append(Issue(f"config.{k.name}", f"must be an integer >= 0. Got {v!r} instead."))
+                if k.name not in given and "config" not in {i.path for i in issues}:
+                    missing = "is missing (every kernel needs one)."
+                    issues.append(Issue(f"config.{k.name}", missing))
                 v = 0
             config_l.append(v)
         config = tuple(config_l)
@@ -139,15 +160,24 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
     cores = data.get("cores", {})
     pl = [0] * len(kernels)
     ps = [0] * len(kernels)
-    if isinstance(cores, dict):
-        for name, v in cores.items():
-            if name not in index:
-                issues.append(Issue(f"cores.{name}", "is not a kernel of the graph."))
-                continue
-            if isinstance(v, dict) and isinstance(v.get("par_lane"), int) and isinstance(v.get("par_stage"), int):
+    if not isinstance(cores, dict):
+        msg = f"must be a table of kernel name -> {{par_lane, par_stage}}. Got {cores!r} instead."
+        issues.append(Issue("cores", msg))
+        cores = {}
+    most = spec.system.accelerator.cores
+    for name, v in cores.items():
+        if name not in index:
+            issues.append(Issue(f"cores.{name}", "is not a kernel of the graph."))
+        elif not (isinstance(v, dict) and set(v) == {"par_lane", "par_stage"}):
+            msg = f"must be {{par_lane = int, par_stage = int}}. Got {v!r} instead."
+            issues.append(Issue(f"cores.{name}", msg))
+        else:
+            bad = [f for f in ("par_lane", "par_stage") if not _is_int(v[f], 0, most)]
+            for f in bad:
+                note = " (0 = chosen optimally)"
+                issues.append(_int_issue(f"cores.{name}.{f}", v[f], 0, most, note))
+            if not bad:
                 pl[index[name]], ps[index[name]] = v["par_lane"], v["par_stage"]
-            else:
-                issues.append(Issue(f"cores.{name}", "must be {par_lane = int, par_stage = int}."))
     if issues:
         raise SpecError(issues, file=str(path))
     sharding = _complete_sharding(spec, tuple(shape), t, pinned)

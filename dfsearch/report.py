@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dfsearch.codes import WorkloadKind
+from dfsearch.codes import RunStatus, WorkloadKind
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
 from dfsearch.spec import Graph, Spec
@@ -127,20 +127,34 @@ def format_evaluation(ev: Evaluation) -> list[str]:
 
 
 def format_run(result: RunResult, *, title: str = "") -> str:
+    """The report of a run: spec, mapping, times, and what the search can certify."""
     s = result.search
-    if s.optimal:
-        verdict = "proven optimal"
-    elif s.lower_bound_s is not None:
-        gap = result.evaluation.final_s / s.lower_bound_s - 1 if s.lower_bound_s > 0 else float("inf")
-        verdict = f"not proven optimal; lower bound {s.lower_bound_s:.6g} s (gap <= {gap:.3%})"
+    ev = result.evaluation
+    lb = s.lower_bound_s
+    if s.status is RunStatus.OPTIMAL:
+        verdict = "proven optimal (a lower bound meets it)"
+    elif ev is not None and lb is not None and lb > 0:
+        gap = ev.final_s / lb - 1
+        verdict = f"{s.status.message}; lower bound {lb:.6g} s (gap <= {gap:.3%})"
     else:
-        verdict = "not proven optimal; no bound (search stopped early)"
+        verdict = f"{s.status.message}; no lower bound"
     lines = [title] if title else []
     lines += describe_spec(result.spec)
-    lines += format_evaluation(result.evaluation)
+    if ev is not None:
+        lines += format_evaluation(ev)
+    else:
+        lines += ["", result.infeasible_message()]
     lines += [
-        f"search    {s.method}: {s.candidates_done}/{s.candidates} outer choices, "
-        f"{s.evaluations} evaluations, {s.seconds:.3g} s, seed {s.seed} - {verdict}",
+        f"search    {s.method}: {s.solved} of {s.candidates} outer choices searched, "
+        f"{s.pruned} pruned by bounds; {s.evaluations:,} evaluations, {s.seconds:.3g} s, "
+        f"seed {s.seed}",
+        f"status    {s.status.label.upper()}: {verdict}",
     ]
+    if s.stopped_by:
+        lines.append(
+            f"WARNING   the search stopped early ({s.stopped_by}): this is the best mapping "
+            "found so far, not a proven answer"
+            + ("; a time limit makes the answer depend on machine speed" if "time" in s.stopped_by else "")
+        )
     lines += [f"note      {n}" for n in s.notes]
     return "\n".join(lines)

@@ -1,96 +1,227 @@
-"""The result of a run: the best mapping, its evaluation, and what the search can certify."""
+"""The result of a run: the best mapping (if any), its evaluation, its status and bound, and
+when nothing is feasible, which constraints bind and by how much."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.spec import Spec
 
-__all__ = ["SearchStats", "RunResult"]
+__all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
+
+
+def format_bytes(x: float) -> str:
+    """Bytes with a decimal prefix: ``format_bytes(1.4e12) == '1.4 TB'``."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.4g} {prefix}B"
+    return f"{x:.4g} B"
+
+
+#: constraint -> (what is needed, the spec field that holds the capacity, unit)
+_CONSTRAINTS = {
+    "sram": ("SRAM of a configuration", "system.accelerator.sram_bytes", "bytes"),
+    "dram": ("DRAM per chip (weights + live activations)", "system.memory.dram_bytes", "bytes"),
+    "dram_fixed": ("DRAM per chip for the weights and fixed data alone", "system.memory.dram_bytes", "bytes"),
+    "cores": ("cores of a configuration", "system.accelerator.cores", "cores"),
+    "divisibility": ("global batch / (micro-batch x DP)", "workload.global_batch_size", ""),
+    "shape": ("network sizes", "system.num_chip", "chips"),
+    "config": ("configuration rules (FWD/BWD split, pinned configs, num_input)", "", ""),
+    "order": ("configuration order of an edge", "", ""),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """The smallest violation of one constraint seen by the search, with where it occurred.
+
+    ``needed`` and ``capacity`` are in ``unit``; ``detail`` names the configuration or
+    kernels involved where the search knows them.
+    """
+
+    constraint: str  #: "sram", "dram", "dram_fixed", "cores", "divisibility", "shape", "config", "order"
+    needed: float
+    capacity: float
+    unit: str
+    shape: tuple[int, ...]
+    num_tile: int
+    num_config: int
+    detail: str = ""
+
+    @property
+    def excess(self) -> float:
+        return self.needed - self.capacity
+
+    @staticmethod
+    def of(spec: Spec, constraint: str, excess: float, shape: tuple[int, ...], num_tile: int,
+           num_config: int, detail: str = "") -> Violation:  # fmt: skip
+        """A violation from the excess the evaluator reports and the spec's capacity."""
+        capacity = {
+            "sram": spec.system.accelerator.sram_bytes,
+            "dram": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
+            "dram_fixed": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
+            "cores": float(spec.system.accelerator.cores),
+        }.get(constraint, 0.0)
+        unit = _CONSTRAINTS.get(constraint, ("", "", ""))[2]
+        return Violation(constraint, capacity + excess, capacity, unit, shape, num_tile,
+                         num_config, detail)  # fmt: skip
+
+    def message(self) -> str:
+        what, field, unit = _CONSTRAINTS.get(self.constraint, (self.constraint, "", ""))
+        where = f"shape {'x'.join(map(str, self.shape))}, {self.num_tile} tile(s)"
+        if self.num_config:
+            where += f", {self.num_config} configuration(s)"
+        if unit == "bytes":
+            amount = (f"needs {format_bytes(self.needed)}, {field} holds "
+                      f"{format_bytes(self.capacity)} ({format_bytes(self.excess)} too much)")  # fmt: skip
+        elif unit == "cores":
+            amount = f"needs {self.needed:.0f} cores, {field} is {self.capacity:.0f}"
+        elif self.constraint == "divisibility":
+            amount = f"leaves a remainder of {self.excess:.6g} sequences"
+        elif self.constraint == "shape":
+            amount = f"off by a factor {self.excess:.6g}" if self.excess else "cannot be met"
+        else:
+            amount = "cannot be met"
+        text = f"{what} {amount} (closest: {where})"
+        return text + (f": {self.detail}" if self.detail else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "constraint": self.constraint,
+            "needed": self.needed,
+            "capacity": self.capacity,
+            "excess": self.excess,
+            "unit": self.unit,
+            "shape": list(self.shape),
+            "num_tile": self.num_tile,
+            "num_config": self.num_config,
+            "detail": self.detail,
+            "message": self.message(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class SearchStats:
-    """How the result was found (DESIGN.md §6 ``search``)."""
+    """How the result was found and what the search can certify about it."""
 
     method: str
     seconds: float
     evaluations: int
     seed: int
-    optimal: bool | None  #: proven optimal over the whole decision space; None if unknown
-    lower_bound_s: float | None
-    candidates: int  #: outer choices (shape, tiles, configs) in the space
-    candidates_done: int  #: of which solved or pruned by their bound
-    stopped_by_time: bool
+    status: RunStatus
+    lower_bound_s: float | None  #: no mapping can be faster than this (None: unknown)
+    candidates: int  #: outer choices (shape x tiles x configuration count) in the space
+    solved: int = 0  #: outer choices whose configuration assignment was searched
+    pruned: int = 0  #: outer choices ruled out by their lower bound or outer infeasibility
+    stopped_by: str = ""  #: why the search stopped early ("" if it did not)
     notes: tuple[str, ...] = ()
+
+    @property
+    def optimal(self) -> bool:
+        return self.status is RunStatus.OPTIMAL
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
     spec: Spec
-    evaluation: Evaluation
+    evaluation: Evaluation | None  #: None when no feasible mapping was found
     search: SearchStats
+    violations: tuple[Violation, ...] = ()  #: when infeasible: the binding constraints
+
+    @property
+    def status(self) -> RunStatus:
+        return self.search.status
+
+    def infeasible_message(self) -> str:
+        """Why there is no mapping: the binding constraints with their true amounts."""
+        s = self.search
+        n = s.candidates
+        if self.status is RunStatus.INTERRUPTED:
+            head = f"Interrupted before a feasible mapping was found ({s.solved + s.pruned} of {n} outer choices done)."
+        elif self.status is RunStatus.STOPPED_BY_LIMIT:
+            head = (f"No feasible mapping found before the search stopped ({s.stopped_by}); "
+                    "not proven infeasible.")  # fmt: skip
+        elif n == 0:
+            head = "No feasible mapping: no network shape fits the chip count."
+        else:
+            head = f"No feasible mapping: every one of the {n} outer choices violates a constraint."
+        return "\n".join([head] + [f"  - {v.message()}" for v in self.violations])
 
     def to_json(self) -> dict[str, Any]:
-        """The object of DESIGN.md §6 (names mirror DFModel's log)."""
+        """The result as one JSON-ready object (names mirror DFModel's log)."""
+        out: dict[str, Any] = {"status": self.status.label}
         ev = self.evaluation
-        d = ev.decision
-        names = [k.name for k in self.spec.graph.kernels]
         lb = self.search.lower_bound_s
+        if ev is not None:
+            out |= _evaluation_json(self.spec, ev)
+        else:
+            out["final_s"] = None
+            out["violations"] = [v.to_json() for v in self.violations]
+            out["message"] = self.infeasible_message()
         gap = None
-        if lb is not None and lb > 0 and ev.feasible:
+        if lb is not None and lb > 0 and ev is not None:
             gap = max(0.0, ev.final_s / lb - 1.0)
-        return {
-            "final_s": ev.final_s,
-            "ns_per_batch": ev.ns_per_batch,
-            "utilization": ev.utilization,
-            "workload_flop": ev.workload_flop,
-            "system_cost": ev.price.system_cost,
-            "system_power": ev.price.system_power,
-            "tp": ev.tp,
-            "pp": ev.pp,
-            "dp": ev.dp,
-            "shape": list(d.shape),
-            "num_tile": d.num_tile,
-            "micro_batch_size": d.micro_batch_size,
-            "num_micro_batch": ev.num_micro_batch,
-            "p2p_ns": ev.p2p_ns,
-            "dram_bytes": ev.dram_bytes,
-            "dram_bw_GBps": ev.dram_bw_GBps,
-            "peak_gflops": ev.peak_gflops,
-            "num_chip": ev.num_chip,
-            "configs": [
-                {
-                    "kernels": list(c.kernels),
-                    "compute_ns": c.compute_ns,
-                    "memory_ns": c.memory_ns,
-                    "network_ns": c.network_ns,
-                    "ii_ns": c.ii_ns,
-                    "sram_bytes": c.sram_bytes,
-                    "bottleneck": c.bottleneck,
-                }
-                for c in ev.configs
-            ],
-            "sharding": {n: s.label for n, s in zip(names, d.sharding)},
-            "config": {n: c for n, c in zip(names, d.config)},
-            "cores": {
-                n: {"par_lane": pl, "par_stage": ps}
-                for n, pl, ps in zip(names, ev.par_lane, ev.par_stage)
-            },
-            "weight_tiling": {n: t for n, t in zip(names, ev.weight_tiling) if t > 1},
-            "search": {
-                "method": self.search.method,
-                "seconds": self.search.seconds,
-                "evaluations": self.search.evaluations,
-                "seed": self.search.seed,
-                "optimal": self.search.optimal,
-                "lower_bound_s": lb,
-                "gap": gap,
-                "candidates": self.search.candidates,
-                "candidates_done": self.search.candidates_done,
-                "stopped_by_time": self.search.stopped_by_time,
-                "notes": list(self.search.notes),
-            },
+        out["lower_bound_s"] = lb
+        out["search"] = {
+            "status": self.status.label,
+            "method": self.search.method,
+            "seconds": self.search.seconds,
+            "evaluations": self.search.evaluations,
+            "seed": self.search.seed,
+            "optimal": self.search.optimal,
+            "lower_bound_s": lb,
+            "gap": gap,
+            "candidates": self.search.candidates,
+            "solved": self.search.solved,
+            "pruned": self.search.pruned,
+            "stopped_by": self.search.stopped_by or None,
+            "notes": list(self.search.notes),
         }
+        return out
+
+
+def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
+    d = ev.decision
+    names = [k.name for k in spec.graph.kernels]
+    return {
+        "final_s": ev.final_s,
+        "ns_per_batch": ev.ns_per_batch,
+        "utilization": ev.utilization,
+        "workload_flop": ev.workload_flop,
+        "system_cost": ev.price.system_cost,
+        "system_power": ev.price.system_power,
+        "tp": ev.tp,
+        "pp": ev.pp,
+        "dp": ev.dp,
+        "shape": list(d.shape),
+        "num_tile": d.num_tile,
+        "micro_batch_size": d.micro_batch_size,
+        "num_micro_batch": ev.num_micro_batch,
+        "p2p_ns": ev.p2p_ns,
+        "dram_bytes": ev.dram_bytes,
+        "dram_bw_GBps": ev.dram_bw_GBps,
+        "peak_gflops": ev.peak_gflops,
+        "num_chip": ev.num_chip,
+        "configs": [
+            {
+                "kernels": list(c.kernels),
+                "compute_ns": c.compute_ns,
+                "memory_ns": c.memory_ns,
+                "network_ns": c.network_ns,
+                "ii_ns": c.ii_ns,
+                "sram_bytes": c.sram_bytes,
+                "bottleneck": c.bottleneck,
+            }
+            for c in ev.configs
+        ],
+        "sharding": {n: s.label for n, s in zip(names, d.sharding)},
+        "config": {n: c for n, c in zip(names, d.config)},
+        "cores": {
+            n: {"par_lane": pl, "par_stage": ps}
+            for n, pl, ps in zip(names, ev.par_lane, ev.par_stage)
+        },
+        "weight_tiling": {n: t for n, t in zip(names, ev.weight_tiling) if t > 1},
+    }

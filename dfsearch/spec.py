@@ -2,7 +2,7 @@
 
 Field names are the TOML keys (they carry their unit: ``link_bw_GBps``, ``sram_bytes``,
 ``freq_GHz``), so the TOML loader, the TOML writer and the DFModel importer all speak one
-vocabulary. Objects here are built only by ``dfsearch.load`` (TOML), ``dfsearch.io.dfmodel``
+vocabulary. Objects here are built only by ``dfsearch.loader`` (TOML), ``dfsearch.io.dfmodel``
 (DFModel setup.txt) and the generators; they are always validated (see ``dfsearch.validate``).
 
 Nothing below this module sees raw dicts or strings from a file.
@@ -279,8 +279,13 @@ Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload
 # --------------------------------------------------------------------------- search
 @dataclass(**_FROZEN)
 class SearchSettings:
+    """How the search runs. Its result depends on (spec, seed) only: ``max_evaluations``
+    is a work budget (configuration costings), ``time_limit_s`` an optional wall-clock safety
+    stop (0 = none); a result stopped by either is labelled so."""
+
     seed: int = 0
-    time_limit_s: float = 5.0
+    time_limit_s: float = 0.0
+    max_evaluations: int = 20_000_000
     joint_sharding: bool = False
 
 
@@ -299,3 +304,32 @@ class Spec:
     @property
     def num_copy(self) -> int:
         return getattr(self.workload, "num_copy", 1)
+
+    def replace(self, path: str, value: object) -> Spec:
+        """A new spec with the field at ``path`` set to ``value``, validated like a loaded file.
+
+        ``path`` is the field's TOML key path, as in error messages: ``"search.seed"``,
+        ``"system.memory.dram_bw_GBps"``; list items by index, ``"system.network[0].size"`` or
+        ``"system.network.0.size"``, ``"graph.kernels[3].m"``. ``value`` is what the TOML file
+        would hold (enums also as their label, e.g. ``"ring"``; a whole table as a dict or a
+        dataclass). The graph is kept as it is: changing a workload field does not re-run the
+        graph generator. Use this instead of ``dataclasses.replace``, which skips validation.
+
+        >>> import dfsearch, pathlib
+        >>> spec = dfsearch.load(pathlib.Path(__file__).parent / "examples" / "hpl_576gpu.toml")
+        >>> spec.replace("system.memory.dram_bw_GBps", 600).system.memory.dram_bw_GBps
+        600.0
+        >>> spec.replace("system.memory.dram_bw_GBps", 0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dfsearch.errors.SpecError: Spec.replace: system.memory.dram_bw_GBps must be > 0...
+
+        Raises
+        ------
+        SpecError
+            The path names no field, or the new value breaks a rule of ``docs/spec.md``; the
+            message names the field path, the value and what was expected.
+        """
+        from dfsearch.loader import replace_field
+
+        return replace_field(self, path, value)

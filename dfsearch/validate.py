@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
@@ -45,7 +45,17 @@ from dfsearch.spec import (
     Workload,
 )
 
-__all__ = ["validate_spec", "validate_graph", "validate_parts", "show", "quote_list"]
+__all__ = [
+    "validate_spec",
+    "validate_graph",
+    "validate_parts",
+    "seed_issue",
+    "range_issue",
+    "RANGES",
+    "MAX_KERNEL_WORK",
+    "show",
+    "quote_list",
+]
 
 _TP, _PP, _DP = Parallelism.TP, Parallelism.PP, Parallelism.DP
 #: parallelism tuples DFModel accepts, dimension by dimension (MODEL.md §1.2)
@@ -115,6 +125,157 @@ class _Sink:
         if value is not None:
             self.ge(path, value)
 
+    def within(self, path: str, value: float | None, key: str | None = None) -> None:
+        """The range rule of ``RANGES[key]`` (``key`` defaults to ``path``)."""
+        issue = range_issue(path, value, key)
+        if issue is not None:
+            self.issues.append(issue)
+
+
+# --------------------------------------------------------------------------- ranges
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Accepted values of one numeric field: ``lo <= value <= hi`` (in ``unit``).
+
+    The sign rules (``> 0``, ``>= 0``, ``>= 1``, -1 = free, 0 = unlimited / off) are checked
+    separately and own every value <= 0; a range only rejects values above ``hi`` or in
+    ``(0, lo)``, so each bad value gets exactly one message.
+    """
+
+    lo: float
+    hi: float
+    unit: str = ""
+    why: str = ""
+
+
+_P24, _P40 = 2**24, 2**40
+_KERNEL_BYTES = (
+    "input_bytes", "input2_bytes", "weight_bytes", "output_bytes", "communication_bytes",
+    "communication2_bytes", "memory_bytes", "sram_extra_bytes", "dram_extra_bytes",
+)  # fmt: skip
+_COST_FIELDS = (
+    "link_price_per_GBps", "switch_price_per_GBps", "dram_price_per_GBps", "chip_price",
+    "link_power_J_per_GB[]", "switch_power_J_per_GB", "dram_power_J_per_GB", "chip_power_W",
+)  # fmt: skip
+_BYTES = Range(0, 1e30, "bytes")
+_BW = Range(1e-6, 1e9, "GB/s")
+_PRICE = Range(0, 1e30)
+#: Largest product outer * m * k * n * max(1, num_input) of one kernel in the cycle model
+#: (compute_util = 0). The evaluator counts cycles in int64: a kernel's cycle count
+#: ceil(sM/W) * ceil(sN/H) * sK (or ceil(sK/es) * sN, or ceil(sM/W) * sN for SIMD), times
+#: num_input in v1, is at most this product, since ceil(x/d) <= x for every divisor d >= 1.
+#: With 2^60 every cycle count, every binary-search target and every PL * PS stays below
+#: the evaluator's "impossible" sentinel 2^62, and sums of core counts (<= cores + 2^62)
+#: below 2^63. At 1 GHz 2^60 cycles are 36 years of one kernel on one core.
+MAX_KERNEL_WORK = 2**60
+
+#: The range of every numeric field (field paths with ``[]`` for any index). Used by both
+#: loaders through :func:`validate_parts` and documented in docs/spec.md ("Ranges"). The
+#: limits are generous but finite: integers stay far below 2^63 in every product the model
+#: forms (dimension x dimension products are bounded by MAX_KERNEL_WORK), float times and
+#: byte counts stay finite and > 0 (bytes <= 1e30, bandwidth >= 1e-6 GB/s, frequency
+#: >= 1e-3 GHz, compute_util >= 1e-6: even the largest products of these limits with tile
+#: counts, layers and batch sizes stay below 1e110 ns, far from float64's 1.8e308).
+RANGES: dict[str, Range] = {
+    # graph
+    "graph.kernels[].outer": Range(1, _P40, "elements"),
+    "graph.kernels[].m": Range(1, _P40, "elements"),
+    "graph.kernels[].k": Range(1, _P40, "elements"),
+    "graph.kernels[].n": Range(1, _P40, "elements"),
+    "graph.kernels[].num_input": Range(0, 2**20),
+    "graph.kernels[].config": Range(0, 2**16 - 1),
+    "graph.kernels[].id": Range(0, 2**63 - 1),
+    "graph.connections[].id": Range(0, 2**63 - 1),
+    **{f"graph.kernels[].{f}": _BYTES for f in _KERNEL_BYTES},
+    # system
+    "system.num_chip": Range(1, _P24, "chips"),
+    "system.hbd": Range(0, _P24, "chips"),
+    "system.accelerator.cores": Range(1, _P24),
+    "system.accelerator.systolic_width": Range(1, 2**16, "lanes"),
+    "system.accelerator.systolic_height": Range(1, 2**16, "stages"),
+    "system.accelerator.sram_bytes": _BYTES,
+    "system.accelerator.freq_GHz": Range(1e-3, 1e3, "GHz"),
+    "system.accelerator.pmu_bytes": _BYTES,
+    "system.accelerator.link_latency_ns": Range(0, 1e15, "ns"),
+    "system.memory.dram_bw_GBps": _BW,
+    "system.memory.dram_bytes": _BYTES,
+    "system.memory.second_dram_bw_GBps": _BW,
+    "system.memory.second_dram_bytes": _BYTES,
+    "system.network[].link_bw_GBps": _BW,
+    "system.network[].size": Range(1, _P24, "chips"),
+    # cost
+    **{f"cost.{f}": _PRICE for f in _COST_FIELDS},
+    # execution
+    "execution.word_bytes": Range(1, 64, "bytes"),
+    "execution.compute_util": Range(1e-6, 1, "", "or 0 for the cycle model"),
+    "execution.num_config": Range(1, 2**16 - 1),
+    "execution.effective_stage": Range(1, 2**16, "stages"),
+    # workload
+    "workload.hidden_dim": Range(1, _P24, "elements"),
+    "workload.head_dim": Range(1, _P24, "elements"),
+    "workload.num_head": Range(1, _P24),
+    "workload.seq_len": Range(1, 2**30, "tokens"),
+    "workload.num_layer": Range(1, _P24),
+    "workload.global_batch_size": Range(1, _P40),
+    "workload.micro_batch_size": Range(1, _P40),
+    "workload.tile_size": Range(1, 2**30, "tokens"),
+    "workload.num_table": Range(1, _P40),
+    "workload.emb_dim": Range(1, _P40, "elements"),
+    "workload.row": Range(1, _P40),
+    "workload.n": Range(1, _P40, "elements"),
+    "workload.b": Range(1, _P40, "elements"),
+    "workload.length": Range(1, 2**62, "points"),
+    "workload.num_copy": Range(1, _P24),
+    # search
+    "search.max_evaluations": Range(1, 2**62, "evaluations"),
+}
+
+
+def _bound_text(x: float) -> str:
+    """``2^24 = 16777216`` for large powers of two, else as :func:`show` writes numbers."""
+    if isinstance(x, int) and x >= 1024:
+        e = (x + 1).bit_length() - 1
+        if x == 2**e:
+            return f"2^{e} = {x}"
+        if x == 2**e - 1:
+            return f"2^{e} - 1 = {x}"
+    return show(x)
+
+
+def range_key(path: str) -> str:
+    """The ``RANGES`` key of a concrete field path: indices and kernel names dropped.
+
+    >>> range_key('graph.kernels[3] ("FFN1").m'), range_key("system.network[1].size")
+    ('graph.kernels[].m', 'system.network[].size')
+    """
+    import re
+
+    return re.sub(r"\[\d+\]( \(\"[^\"]*\"\))?", "[]", path)
+
+
+def range_issue(path: str, value: float | None, key: str | None = None) -> Issue | None:
+    """The issue of ``value`` at ``path`` when it is outside its range, else ``None``.
+
+    Values <= 0 belong to the sign rules (see :class:`Range`) and are never reported here.
+
+    >>> range_issue("system.accelerator.freq_GHz", 1e-300).render()
+    'system.accelerator.freq_GHz must be between 0.001 and 1000 GHz. Got 1e-300 instead.'
+    >>> range_issue("system.num_chip", 2**63).render()
+    'system.num_chip must be between 1 and 2^24 = 16777216 chips. Got 9223372036854775808 instead.'
+    """
+    r = RANGES[key if key is not None else range_key(path)]
+    if value is None or isinstance(value, bool) or not value > 0:
+        return None
+    if r.lo <= value <= r.hi:
+        return None
+    unit = f" {r.unit}" if r.unit else ""
+    why = f" ({r.why})" if r.why else ""
+    return Issue(
+        path,
+        f"must be between {_bound_text(r.lo)} and {_bound_text(r.hi)}{unit}{why}. "
+        f"Got {show(value)} instead.",
+    )
+
 
 _ONLY_WEIGHT = "is only allowed on gemm_weight kernels; this kernel is "
 
@@ -175,6 +336,8 @@ def validate_graph(
 def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
     for dim in ("outer", "m", "k", "n"):
         s.ge(f"{kp}.{dim}", getattr(k, dim), 1)
+    for f in ("outer", "m", "k", "n", "num_input", "config", "id", *_KERNEL_BYTES):
+        s.within(f"{kp}.{f}", getattr(k, f), f"graph.kernels[].{f}")
     if not k.kind.has_k and k.k != 1:
         s.add(
             f"{kp}.k",
@@ -252,6 +415,7 @@ def _check_connections(
     complete = not duplicates
     for j, c in enumerate(graph.connections):
         cp = f"{path}.connections[{j}]"
+        s.within(f"{cp}.id", c.id, "graph.connections[].id")
         ok = True
         for end in ("src", "dst"):
             name = getattr(c, end)
@@ -352,12 +516,34 @@ def validate_parts(
         _check_execution(s, execution)
         if graph is not None and graph.kernels:
             _check_graph_execution(s, graph, execution, order=graph_ok)
+            if execution.compute_util == 0:
+                _check_kernel_work(s, graph)
             if llm and not execution.skip_inter_chip_optimization:
                 _check_llm_tiling(s, graph)
     if search is not None:
-        s.gt("search.time_limit_s", search.time_limit_s)
-        s.ge("search.seed", search.seed)
+        s.ge("search.time_limit_s", search.time_limit_s)
+        s.gt("search.max_evaluations", search.max_evaluations)
+        s.within("search.max_evaluations", search.max_evaluations)
+        issue = seed_issue("search.seed", search.seed)
+        if issue is not None:
+            s.issues.append(issue)
     return s.issues
+
+
+#: Seeds numpy and optuna accept.
+MAX_SEED = 2**32 - 1
+
+
+def seed_issue(path: str, seed: object) -> Issue | None:
+    """The issue of a random seed outside [0, 2**32 - 1] (``path`` is ``search.seed`` or the
+    CLI's ``--seed``), else ``None``.
+
+    >>> seed_issue("search.seed", -1).render()
+    'search.seed must be an integer in [0, 2**32 - 1]. Got -1 instead.'
+    """
+    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED:
+        return None
+    return Issue(path, f"must be an integer in [0, 2**32 - 1]. Got {show(seed)} instead.")
 
 
 def _check_workload(s: _Sink, w: Workload) -> None:
@@ -367,6 +553,8 @@ def _check_workload(s: _Sink, w: Workload) -> None:
             s.ge(f"workload.{f}", getattr(w, f), 1)
         for f in ("micro_batch_size", "tile_size"):
             s.ge(f"workload.{f}", getattr(w, f))
+        for f in (*positive, "global_batch_size", "micro_batch_size", "tile_size"):
+            s.within(f"workload.{f}", getattr(w, f))
         if w.hidden_dim >= 1 and w.num_head >= 1 and w.head_dim >= 1:
             if w.num_head * w.head_dim != w.hidden_dim:
                 s.add(
@@ -391,6 +579,7 @@ def _check_workload(s: _Sink, w: Workload) -> None:
     }[type(w)]
     for f in names:
         s.ge(f"workload.{f}", getattr(w, f), 1)
+        s.within(f"workload.{f}", getattr(w, f))
 
 
 def _check_system(s: _Sink, sy: System) -> None:
@@ -422,6 +611,13 @@ def _check_system(s: _Sink, sy: System) -> None:
             f"Got {show(m.second_dram_bw_GBps)} instead.",
         )
     s.ge("system.hbd", sy.hbd)
+    for f in ("num_chip", "hbd"):
+        s.within(f"system.{f}", getattr(sy, f))
+    for f in ("cores", "systolic_width", "systolic_height", "sram_bytes", "freq_GHz",
+              "pmu_bytes", "link_latency_ns"):  # fmt: skip
+        s.within(f"system.accelerator.{f}", getattr(a, f))
+    for f in ("dram_bw_GBps", "dram_bytes", "second_dram_bw_GBps", "second_dram_bytes"):
+        s.within(f"system.memory.{f}", getattr(m, f))
     n = len(sy.network)
     if not 1 <= n <= 3:
         s.add(
@@ -432,6 +628,8 @@ def _check_system(s: _Sink, sy: System) -> None:
     for i, d in enumerate(sy.network):
         s.gt(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
         s.ge(f"system.network[{i}].size", d.size)
+        s.within(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
+        s.within(f"system.network[{i}].size", d.size)
     topo = tuple(d.topology for d in sy.network)
     if topo not in TOPOLOGY_VARIANTS.values():
         got = "_".join(t.short for t in topo)
@@ -547,8 +745,10 @@ def _check_cost(s: _Sink, c: Cost, system: System | None) -> None:
         "chip_power_W",
     ):
         s.ge(f"cost.{f}", getattr(c, f))
+        s.within(f"cost.{f}", getattr(c, f))
     for i, v in enumerate(c.link_power_J_per_GB):
         s.ge(f"cost.link_power_J_per_GB[{i}]", v)
+        s.within(f"cost.link_power_J_per_GB[{i}]", v)
     if system is not None and 1 <= len(system.network) < len(c.link_power_J_per_GB):
         s.add(
             "cost.link_power_J_per_GB",
@@ -567,6 +767,28 @@ def _check_execution(s: _Sink, e: Execution) -> None:
     if e.num_config < 0 and e.num_config != AUTO:
         s.add("execution.num_config", f"must be >= 0 or 'auto'. Got {e.num_config} instead.")
     s.ge("execution.effective_stage", e.effective_stage)
+    for f in ("word_bytes", "num_config", "effective_stage"):
+        s.within(f"execution.{f}", getattr(e, f))
+    if e.compute_util <= 1:  # > 1 is reported above
+        s.within("execution.compute_util", e.compute_util)
+
+
+def _check_kernel_work(s: _Sink, g: Graph) -> None:
+    """Cycle model: a kernel's cycle count must fit the evaluator's int64 (MAX_KERNEL_WORK)."""
+    for i, k in enumerate(g.kernels):
+        dims = [k.outer, k.m, k.k, k.n] + ([k.num_input] if k.num_input > 1 else [])
+        if any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
+            continue  # reported by the field rules
+        work = math.prod(dims)
+        if work > MAX_KERNEL_WORK:
+            names = "outer * m * k * n" + (" * num_input" if k.num_input > 1 else "")
+            s.add(
+                f"{_kernel_path('graph', i, k)}:",
+                f"{names} must be <= {_bound_text(MAX_KERNEL_WORK)} when "
+                "execution.compute_util = 0 (the cycle model counts a kernel's cycles in 64-bit "
+                "integers; split the kernel or use compute_util > 0). "
+                f"Got {' * '.join(map(str, dims))} = {work:.4g} instead.",
+            )
 
 
 def _one_config_per_kernel(g: Graph, e: Execution) -> str:

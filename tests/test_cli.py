@@ -91,7 +91,7 @@ def test_run_infeasible_exit_1(tmp_path):
     assert text != spec.read_text()
     r = invoke("run", str(spec))
     assert r.exit_code == 1
-    assert "SRAM" in r.output and "by at least" in r.output
+    assert "SRAM" in r.output and "needs" in r.output and "too much" in r.output
 
 
 def test_run_json_and_eval_roundtrip(tmp_path):
@@ -149,7 +149,7 @@ def test_generate_bad_param_exit_2(tmp_path):
 
 
 def test_convert_then_load_gives_same_spec(tmp_path):
-    from dfsearch.load import load_spec
+    from dfsearch.loader import load_spec
 
     setup = DATA / "dfmodel" / "dlrm_A_128gpu_r_fc_8x16" / "setup.txt"
     out = tmp_path / "dlrm.toml"

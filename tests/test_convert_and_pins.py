@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from dfsearch.io.dfmodel import load_dfmodel
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.load import load_toml_spec
+from dfsearch.loader import load_toml_spec
 from dfsearch.search.engine import search
 
 DATA = Path(__file__).parent / "data" / "dfmodel"

@@ -737,11 +737,11 @@ def test_semantic_checks_of_validate_spec_are_applied():
 
 
 def test_file_errors(tmp_path):
-    with pytest.raises(SpecError, match="cannot read the file"):
+    with pytest.raises(SpecError, match="no such file"):
         load_dfmodel_file(tmp_path / "missing.txt")
     bad = tmp_path / "bin.txt"
     bad.write_bytes(b"system {\xff}")
-    with pytest.raises(SpecError, match=r"is not UTF-8 text \(invalid byte at offset 8\)"):
+    with pytest.raises(SpecError, match=r"not UTF-8 text \(.* at byte 8\)"):
         load_dfmodel_file(bad)
     good = tmp_path / "ok.txt"
     good.write_text(_minimal())
@@ -946,7 +946,7 @@ def _float_text(draw, *, positive: bool = False, hi: float = 1e12) -> str:
     value = draw(st.floats(min_value=0.0, max_value=hi, allow_nan=False))
     fmt = draw(st.sampled_from(["{:.6g}", "{:.3e}", "{:.2f}", "int", "{!r}"]))
     text = str(int(value)) if fmt == "int" else fmt.format(value)
-    if positive and not f32(text) > 0:
+    if positive and not f32(text) >= 1e-3:  # bandwidths, frequencies: within their ranges
         text = draw(st.sampled_from(["1", "0.5", "1e3", "2.5E-1"]))
     return text
 
@@ -1018,6 +1018,8 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
         compute_util = f32(text)
         if compute_util > 1.0:
             text, compute_util = "1", 1.0
+        elif 0.0 < compute_util < 1e-6:  # below the accepted range (docs/spec.md, "Ranges")
+            text, compute_util = "1e-3", f32("1e-3")
         exe.add("compute_util", text)
     word = draw(st.integers(1, 8))
     exe.add("word", str(word))

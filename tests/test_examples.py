@@ -13,7 +13,7 @@ import pytest
 import dfsearch
 from dfsearch.codes import Equations
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.load import load_spec, load_toml_spec
+from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.spec import Spec
 from dfsearch.validate import validate_spec
 

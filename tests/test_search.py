@@ -9,7 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dfsearch.codes import Status
+import dfsearch.api
+from dfsearch.codes import RunStatus, Status
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluator, evaluate_problem
 from dfsearch.decision import Decision
@@ -201,8 +202,13 @@ class TestStrategyContract:
 
 def test_engine_infeasible_names_the_binding_constraint():
     spec = random_spec(6, 6, num_config=3, sram=10.0)
-    with pytest.raises(InfeasibleError, match=r"SRAM .* by at least"):
-        search(spec)
+    r = search(spec)
+    assert r.evaluation is None and r.status is RunStatus.INFEASIBLE
+    (v,) = r.violations
+    assert v.constraint == "sram" and v.capacity == 10.0 and v.needed > 10.0
+    assert "SRAM" in r.infeasible_message() and "too much" in r.infeasible_message()
+    with pytest.raises(InfeasibleError, match=r"SRAM of a configuration needs .* holds 10 B"):
+        dfsearch.api.run(spec)
 
 
 def test_engine_is_deterministic_and_certifies():
@@ -217,13 +223,17 @@ def test_engine_is_deterministic_and_certifies():
 def test_engine_optuna_path_is_deterministic(monkeypatch):
     import dfsearch.search.engine as engine
 
-    monkeypatch.setattr(engine, "ENUMERATE_LIMIT", 0)
+    monkeypatch.setattr(engine, "BOUND_LIMIT", 0)
+    monkeypatch.setattr(engine, "OPTUNA_TRIALS", 3)
     spec = random_spec(9, 6, num_config=3)
     a, b = search(spec, seed=5), search(spec, seed=5)
     assert a.evaluation.decision == b.evaluation.decision
     assert a.search.method.startswith("optuna")
-    full = search(replace(spec))  # enumeration; same space, so Optuna's best is no better
-    monkeypatch.setattr(engine, "ENUMERATE_LIMIT", 400)
+    assert a.search.candidates > 3
+    assert a.status is RunStatus.FEASIBLE_NOT_PROVEN  # a sample is never labelled optimal
+    monkeypatch.setattr(engine, "BOUND_LIMIT", 5000)
+    full = search(replace(spec))  # bounded search; same space, so Optuna's best is no better
+    assert full.status is RunStatus.OPTIMAL
     assert a.evaluation.final_ns >= full.evaluation.final_ns * (1 - 1e-12)
 
 

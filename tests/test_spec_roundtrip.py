@@ -24,7 +24,7 @@ from dfsearch.codes import (
 )
 from dfsearch.io.toml_writer import graph_to_toml, spec_to_toml, toml_value
 from dfsearch.kernels.graph import sharding_choices
-from dfsearch.load import load_graph_file, load_toml_spec
+from dfsearch.loader import load_graph_file, load_toml_spec
 from dfsearch.spec import (
     AUTO,
     Accelerator,
@@ -161,7 +161,7 @@ def systems(draw: st.DrawFn, kind: str, num_copy: int) -> System:
         systolic_width=draw(st.integers(1, 64)),
         systolic_height=draw(st.integers(1, 64)),
         sram_bytes=draw(sizes),
-        freq_GHz=draw(positive),
+        freq_GHz=draw(st.floats(min_value=1e-3, max_value=1e3)),  # docs/spec.md "Ranges"
         pmu=0,
         pmu_bytes=draw(sizes),
         link_latency_ns=draw(sizes),
@@ -222,7 +222,7 @@ def specs(draw: st.DrawFn) -> Spec:
         style=style,
         num_config=num_config,
         overlap=draw(st.sampled_from(list(Overlap))),
-        compute_util=draw(st.floats(0.0, 1.0)),
+        compute_util=draw(st.just(0.0) | st.floats(1e-6, 1.0)),
         word_bytes=draw(st.integers(1, 8)),
         equations=draw(st.sampled_from(list(Equations))),
         separate_rs_ag_for_ar=draw(st.booleans()),
@@ -241,8 +241,9 @@ def specs(draw: st.DrawFn) -> Spec:
         chip_power_W=draw(sizes),
     )
     search = SearchSettings(
-        seed=draw(st.integers(0, 2**63 - 1)),
+        seed=draw(st.integers(0, 2**32 - 1)),
         time_limit_s=draw(positive),
+        max_evaluations=draw(st.integers(1, 2**40)),
         joint_sharding=draw(st.booleans()),
     )
     return Spec(graph=graph, system=system, cost=cost, execution=execution, workload=workload, search=search)

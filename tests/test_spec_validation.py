@@ -16,7 +16,7 @@ import pytest
 from dfsearch.codes import Dim, ExecutionStyle, Parallelism, Topology
 from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import graph_to_toml, spec_to_toml
-from dfsearch.load import load_graph_file, load_input, load_spec, load_toml_spec
+from dfsearch.loader import load_graph_file, load_input, load_spec, load_toml_spec
 from dfsearch.spec import Connection, Graph, NetworkDim, Spec
 from dfsearch.validate import validate_graph, validate_spec
 
@@ -445,8 +445,9 @@ RULES = [
     ("hpl-fields-ge-1", "hpl", part("workload", b=0), "workload.b must be >= 1. Got 0 instead."),
     ("fft-fields-ge-1", "fft", part("workload", length=0), "workload.length must be >= 1. Got 0 instead."),
     # ---- search
-    ("time-limit-gt-0", "llm", part("search", time_limit_s=0.0), "search.time_limit_s must be > 0. Got 0 instead."),
-    ("seed-ge-0", "llm", part("search", seed=-1), "search.seed must be >= 0. Got -1 instead."),
+    ("time-limit-ge-0", "llm", part("search", time_limit_s=-1.0), "search.time_limit_s must be >= 0. Got -1 instead."),
+    ("max-evaluations-gt-0", "llm", part("search", max_evaluations=0), "search.max_evaluations must be > 0. Got 0 instead."),
+    ("seed-ge-0", "llm", part("search", seed=-1), "search.seed must be an integer in [0, 2**32 - 1]. Got -1 instead."),
 ]
 
 

@@ -62,7 +62,15 @@ NUM_RES = 6
 OK, SRAM, DRAM, CORES, ORDER, CONFIG = 0, 1, 2, 3, 6, 7
 _PERFECT, _COMPUTE_MEMORY = 1, 2
 _FWD, _BWD = 1, 2
+# Integer safety of the cycle model (int64, no overflow checks in numba): validation keeps
+# every kernel's single-core cycle count k_a * k_b * k_z <= 2^60 (validate.MAX_KERNEL_WORK,
+# also asserted by lower()), cores <= 2^24, and core pairs from a mapping <= cores. Then every
+# cycle count, binary-search target and PL * PS below is <= 2^60 < _BIG, the "impossible"
+# sentinel, and a sum of core counts stops at free + _BIG < 2^63.
 _BIG = 1 << 62
+#: weight tiling factors are computed in float and capped here before the int conversion
+#: (float64 is exact up to 2^53; a factor that large leaves < 1 byte per tile anyway)
+_EXACT = 2.0**53
 
 
 @jit
@@ -137,7 +145,8 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         k = members[j]
         if pl_in[k] > 0 and ps_in[k] > 0:
             k_pl[k], k_ps[k] = pl_in[k], ps_in[k]
-            free -= pl_in[k] * ps_in[k]
+            # a pair larger than the chip cannot fit: saturate it so the product cannot wrap
+            free -= min(pl_in[k], budget + 1) * min(ps_in[k], budget + 1)
             cyc = _cdiv(k_a[k], pl_in[k]) * _cdiv(k_b[k], ps_in[k]) * k_z[k]
             if k_a[k] <= 0 or k_b[k] <= 0:
                 cyc = 0
@@ -497,17 +506,16 @@ def _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div
             tf = 1
             if div[c] > 0.0 and cfg[c, CFG_SRAM] + div[c] > cap:
                 need = k_wsram[k] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
-                tf = max(2, int(math.ceil(need)))
+                tf = max(2, int(math.ceil(min(need, _EXACT))))
             for e in range(ne):
                 if e_src[e] == k:
                     cd = config[e_dst[e]]
                     for cc in (c, cd):
                         if cfg[cc, CFG_SRAM] + div[cc] > cap:
                             need = 2.0 * e_sram_b[e] * ndiv[cc] / (cap - cfg[cc, CFG_SRAM])
-                            tf = max(tf, max(2, int(math.ceil(need))))
-            wb = int(k_wsram[k])
-            if divides == 1 and tf > 1 and wb > 0:
-                tf = _smallest_divisor_at_least(wb, tf)
+                            tf = max(tf, max(2, int(math.ceil(min(need, _EXACT)))))
+            if divides == 1 and tf > 1 and 0.0 < k_wsram[k] <= _EXACT:
+                tf = _smallest_divisor_at_least(int(k_wsram[k]), tf)
             k_tf[k] = tf
     for k in range(n):
         c = config[k]
@@ -708,8 +716,10 @@ def set_cost(
     else:
         out[SET_SRAM] = sram + div
     if live * tcc > live_cap:
+        # live_cap = (DRAM capacity - fixed bytes) / act_mult: the DRAM overflow in bytes is
+        # act_mult times the excess of live bytes
         out[SET_STATUS] = DRAM
-        out[SET_VIOLATION] = live * tcc - live_cap
+        out[SET_VIOLATION] = (live * tcc - live_cap) * sc[F_DRAM_ACT_MULT]
         return
     freq = sc[F_FREQ]
     cores = si[I_CORES]

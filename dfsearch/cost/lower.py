@@ -30,6 +30,7 @@ from dfsearch.cost import network
 from dfsearch.cost.quirks import Quirks
 from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 from dfsearch.spec import AUTO, Spec
+from dfsearch.validate import MAX_KERNEL_WORK
 
 __all__ = [
     "Outer",
@@ -292,6 +293,13 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         else:
             b, z = _ceil_div(sn, h), sk
             flop = 2.0 * sm * sn * sk
+        if cycle_model and a * b * z * mult > MAX_KERNEL_WORK:
+            # validation rejects such kernels (validate.MAX_KERNEL_WORK bounds every cycle
+            # count of the int64 evaluator); a spec built without it must not wrap around
+            raise ValueError(
+                f"kernel {k.name!r}: {a} * {b} * {z * mult} cycles on one core exceed "
+                f"2^60 = {MAX_KERNEL_WORK}; the cycle model would overflow (validate the spec)"
+            )
         k_a.append(a)
         k_b.append(b)
         k_z.append(z * mult)

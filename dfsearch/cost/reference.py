@@ -491,8 +491,9 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
             need = 1
             for c, x, o in contrib:
                 if o == k and fx[c] + dv[c] > cap:  # zero-byte ones too: tf >= 2
-                    need = max(need, 2, math.ceil(x * nd[c] / (cap - fx[c])))
-            if v2 and need > 1:
+                    # capped at 2^53 (exact in float64) as the evaluator does
+                    need = max(need, 2, math.ceil(min(x * nd[c] / (cap - fx[c]), 2.0**53)))
+            if v2 and need > 1 and weight_sram[weights.index(k)] <= 2.0**53:
                 wbytes = int(weight_sram[weights.index(k)])
                 if wbytes > 0:
                     divisors = [d for d in range(need, wbytes + 1) if wbytes % d == 0]

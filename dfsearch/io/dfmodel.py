@@ -1059,9 +1059,10 @@ def _collective(name: str | None) -> Collective:
 
 
 def _describe_ids(ids: list[int]) -> str:
+    """``ids``: sorted, distinct. Contiguous runs are shown as ``first..last``."""
     if not ids:
         return "the graph has no kernel ids"
-    if ids == list(range(ids[0], ids[-1] + 1)) and len(ids) > 3:
+    if ids[-1] - ids[0] + 1 == len(ids) and len(ids) > 3:  # no list as long as the largest id
         return f"kernel ids are {ids[0]}..{ids[-1]}"
     shown = ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else "")
     return f"kernel ids are {shown}"
@@ -1172,18 +1173,9 @@ def load_dfmodel_file(path: str | Path) -> Spec:
     SpecError
         If the file cannot be read, is not UTF-8 text, or is not a valid DFModel input.
     """
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise SpecError(f"cannot read the file: {err.strerror or err}", file=name) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SpecError(
-            f"is not UTF-8 text (invalid byte at offset {err.start})", file=name
-        ) from None
-    return load_dfmodel(text, file=name)
+    from dfsearch.loader import read_text
+
+    return load_dfmodel(read_text(path), file=str(path))
 
 
 def _validate(spec: Spec) -> list[Issue]:

@@ -136,7 +136,7 @@ def graph_to_toml(graph: Graph, *, header: str = "") -> str:
     Returns
     -------
     str
-        TOML text that :func:`dfsearch.load.load_graph_file` reads back to an equal graph.
+        TOML text that :func:`dfsearch.loader.load_graph_file` reads back to an equal graph.
 
     Raises
     ------

@@ -58,7 +58,8 @@ def f32(x: float) -> float:
     """
     import numpy as np  # light; kept local so importing this module stays cheap
 
-    return float(np.float32(float(x)))
+    with np.errstate(over="ignore"):  # beyond float32: inf, which validation reports
+        return float(np.float32(float(x)))
 
 
 # --------------------------------------------------------------------------- kernel builders
@@ -130,7 +131,23 @@ def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
             issues.append(Issue(f"{path}.{key}", f"must be an integer. Got {v!r} instead."))
         elif v <= 0:
             issues.append(Issue(f"{path}.{key}", f"must be > 0. Got {v!r} instead."))
+        elif v > MAX_PARAM:
+            issues.append(Issue(f"{path}.{key}",
+                                f"must be <= 2^40 = {MAX_PARAM}. Got {v!r} instead."))
     return issues
+
+
+#: Upper bound of every generator parameter (sizes stay far below 2^63 in any product the
+#: model forms; see dfsearch.validate.RANGES) and of the number of kernels a generator makes.
+MAX_PARAM = 2**40
+MAX_KERNELS = 2**16
+
+
+def _issues_count(count: int, what: str, path: str) -> list[Issue]:
+    if count > MAX_KERNELS:
+        return [Issue(path, f"would generate {count} kernels ({what}); at most 2^16 = "
+                            f"{MAX_KERNELS} are supported.")]
+    return []
 
 
 def _issues_heads(hidden: int, num_head: int, head_dim: int, path: str) -> list[Issue]:
@@ -182,6 +199,11 @@ def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]
         issues += _issues_heads(v["hidden"], v["num_head"], v["head_dim"], path)
     elif name == "hpl":
         issues += _issues_hpl(v["n"], v["b"], v.get("iteration"), path)
+        it = v.get("iteration") or v["n"] // v["b"]  # type: ignore[operator]
+        issues += _issues_count(it, "one per iteration", f"{path}.iteration")  # type: ignore[arg-type]
+    elif name == "dlrm":
+        layers = v["bottom_num_mlp"] + v["top_num_mlp"]  # type: ignore[operator]
+        issues += _issues_count(3 * layers, "3 per MLP layer", f"{path}.bottom_num_mlp")
     elif name == "fft":
         issues += _issues_fft(v["length"], v["r"], path)
     return issues

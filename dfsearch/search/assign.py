@@ -34,7 +34,7 @@ from dfsearch.cost.lower import (
     Problem,
 )
 
-__all__ = ["Assignment", "assign_configs", "MAX_IDEAL_KERNELS"]
+__all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
 #: bitmask states: graphs with more kernels use the contiguous-order DP
 MAX_IDEAL_KERNELS = 62
@@ -77,7 +77,8 @@ def _topo(problem: Problem) -> np.ndarray:
 
 
 def _regimes(problem: Problem) -> list[tuple[float, float]]:
-    """(DRAM bandwidth, cap on T_c * live activation bytes) per DRAM regime."""
+    """(DRAM bandwidth, cap on T_c * live activation bytes) per DRAM regime; a negative cap
+    is minus the bytes by which weights and fixed data alone overflow the DRAM."""
     sc = problem.sc
     fixed, mult = sc[F_DRAM_FIXED], sc[F_DRAM_ACT_MULT]
 
@@ -85,7 +86,7 @@ def _regimes(problem: Problem) -> list[tuple[float, float]]:
         if cap == math.inf:
             return math.inf
         if fixed > cap:
-            return -1.0
+            return cap - fixed  # negative: by how much the fixed part alone overflows
         return (cap - fixed) / mult if mult > 0 else math.inf
 
     out = [(float(sc[F_DRAM_BW]), live_cap(sc[F_DRAM_CAP]))]
@@ -107,12 +108,14 @@ def assign_configs(
     seed: int = 0,
     anneal_iterations: int = 200,
     deadline: float | None = None,
+    max_evaluations: float = math.inf,
 ) -> Assignment:
     """Best configuration assignment for one lowered problem (see module docstring).
 
     ``method``: "auto" (ideal DP, falling back to order DP + annealing), "ideal-dp",
     "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
-    simulated annealing over topological orders, seeded). Annealing stops at ``deadline``
+    simulated annealing over topological orders, seeded). Annealing stops after
+    ``max_evaluations`` set costings (work, deterministic) or at ``deadline``
     (a ``time.perf_counter()`` value) when one is given.
     """
     from dfsearch.search import _dp
@@ -135,7 +138,7 @@ def assign_configs(
         stats[_dp.ST_VIOL_SRAM :] = np.inf
         assign = np.full(n, -1, dtype=np.int64)
         if live_cap < 0:
-            viol["dram"] = min(viol.get("dram", math.inf), -live_cap)
+            viol["dram_fixed"] = min(viol.get("dram_fixed", math.inf), -live_cap)
             regime_bounds.append(math.inf)
             continue
         value = math.inf
@@ -165,7 +168,7 @@ def assign_configs(
                 used = "anneal"
                 value3, assign3 = _anneal(
                     problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations,
-                    deadline,
+                    deadline, max_evaluations,
                 )  # fmt: skip
                 if value3 < value2:
                     value2, assign2 = value3, assign3
@@ -251,12 +254,17 @@ def _order(problem, order, allowed, bw, live_cap, stats):
     return float(value), assign
 
 
-def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, deadline):
+def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, deadline,
+            max_evaluations):  # fmt: skip
     """Simulated annealing over topological orders; each order scored by the order DP.
 
     Move: shift one kernel to another position inside the window its predecessors and
     successors leave it (precedence-preserving). Metropolis acceptance on the relative
     change, geometric cooling; seeded, so deterministic."""
+    import time
+
+    from dfsearch.search import _dp
+
     n = problem.num_kernels
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
@@ -268,9 +276,9 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     cur_value, best_value = start_value, start_value
     best_assign = None
     temp = 0.02
-    import time
-
     for _ in range(iterations):
+        if stats[_dp.ST_EVALS] >= max_evaluations:
+            break
         if deadline is not None and time.perf_counter() > deadline:
             break
         pos = {k: i for i, k in enumerate(order)}
@@ -300,3 +308,27 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     if best_assign is None:
         return math.inf, None
     return best_value, best_assign
+
+
+def lone_misfits(problem: Problem) -> list[tuple[int, str, float]]:
+    """Kernels that break a capacity even alone in a configuration: (kernel, constraint,
+    excess) with the constraint "sram" (bytes) or "cores". The read side of buffers from
+    weight-tiled producers is counted as free, so each excess is a floor."""
+    from dfsearch.codes import Status
+    from dfsearch.cost.evaluate import NUM_SET, SET_STATUS, SET_VIOLATION, set_cost
+
+    n = problem.num_kernels
+    out = np.zeros(NUM_SET)
+    members = np.zeros(n, np.int64)
+    k_pl, k_ps, zero = np.ones(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64)
+    bw = _regimes(problem)[-1][0]
+    misfits = []
+    for k in range(n):
+        where = np.zeros(n, np.int8)
+        where[:k] = 2  # every other kernel elsewhere; earlier ones in earlier configurations
+        where[k] = 1
+        set_cost(*problem.args(), where, bw, math.inf, 1, members, k_pl, k_ps, zero, out)
+        status = Status(int(out[SET_STATUS]))
+        if status in (Status.SRAM, Status.CORES):
+            misfits.append((k, status.label, float(out[SET_VIOLATION])))
+    return misfits

@@ -1,64 +1,102 @@
 """The search engine: composes the strategies, every candidate scored by the evaluator.
 
-For each outer choice (network shape x tile count x configuration count; micro-batch size 1
-or pinned) it solves the inter-chip sharding exactly (pinned choices kept), lowers the
-problem, skips it when its lower bound cannot beat the incumbent, and solves the
-configuration assignment (exact DP over order ideals where the ideals fit, contiguous-order
-DP otherwise); the winner is re-scored by the full evaluator. Small outer spaces are
-enumerated completely (the result is then certified); large ones are sampled by Optuna's
-seeded TPE sampler until the time limit. ``joint_sharding`` then tries sharding choices that
-are not byte-minimal on the best outer choice (DFModel cannot).
+An *outer choice* is a network shape x tile count x configuration count (micro-batch size 1
+or pinned). For every (shape, tile count) the engine solves the inter-chip sharding
+exactly (pinned choices kept), lowers the problem and computes an admissible lower bound of
+its final time. Outer choices are then solved best-bound-first: the configuration
+assignment of the most promising one is searched (exact A* over order ideals where they
+fit, contiguous-order DP and annealing otherwise) and the winner is re-scored by the full
+evaluator. As soon as the next bound cannot beat the incumbent, every remaining choice is
+pruned and, if every solved choice was solved exactly, the result is proven optimal.
+A solved configuration count also bounds the smaller ones of the same (shape, tile count):
+one more configuration (two under the FWD/BWD rule) can always stay empty, so more
+configurations are never worse.
+
+Everything the search does is counted in work, never in seconds, so the result is a
+function of (spec, seed) only. A work budget (``search.max_evaluations``) and an optional
+wall-clock ``time_limit_s`` are safety stops: when one fires, the result says so
+(``RunStatus.STOPPED_BY_LIMIT``). Spaces with too many (shape, tile count) pairs to bound
+are sampled by Optuna's seeded TPE sampler for a fixed number of trials (not proven).
+``joint_sharding`` then tries sharding choices that are not byte-minimal on the best outer
+choice.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from dfsearch.codes import Dim, Status, WorkloadKind
-from dfsearch.cost.lower import Outer, effective_num_config, lower
+from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status, WorkloadKind
+from dfsearch.cost.lower import I_FB_RULE, I_FIXED_CONFIG, Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
 from dfsearch.decision import Decision
-from dfsearch.errors import InfeasibleError
 from dfsearch.kernels.graph import sharding_choices
-from dfsearch.result import RunResult, SearchStats
+from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import assign_configs
 from dfsearch.spec import Spec
 
-__all__ = ["search", "Progress"]
+__all__ = ["search", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
-#: outer spaces larger than this are sampled by Optuna instead of enumerated
-ENUMERATE_LIMIT = 400
+#: (shape, tile count) pairs above which the outer space is sampled instead of bounded
+BOUND_LIMIT = 5_000
+#: outer choices Optuna solves when the space is too large to bound
+OPTUNA_TRIALS = 300
 
-#: progress callback: (candidates done, candidates total, best final_s or None)
+#: progress callback: (outer choices done, total, best final_s or None)
 Progress = Callable[[int, int, float | None], None]
 
 
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """One (shape, tile count) with its sharding, a lowered problem and its lower bound."""
+
+    shape: tuple[int, ...]
+    num_tile: int
+    sharding: tuple[Dim, ...]
+    bound_ns: float
+    status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
+    violation: float
+
+
 @dataclass
-class _Best:
-    ev: Evaluation | None = None
+class _State:
+    """What the search has learnt so far (mutable, private to one ``search`` call)."""
+
+    spec: Spec
+    seed: int
+    max_evaluations: int
+    deadline: float | None
+    best: Evaluation | None = None
+    evaluations: int = 0
+    solved: int = 0
+    pruned: int = 0
+    open_bound_ns: float = math.inf  #: min bound of solved choices not solved exactly
+    exact_values: dict[tuple, float] = field(default_factory=dict)  #: proven final_ns
+    violations: dict[str, Violation] = field(default_factory=dict)
+    methods: set[str] = field(default_factory=set)
+    stop: str = ""  #: why the search stopped early ("" = it did not)
 
     def offer(self, ev: Evaluation) -> bool:
-        if not ev.feasible:
-            return False
-        if self.ev is None or ev.final_ns < self.ev.final_ns:
-            self.ev = ev
+        if ev.feasible and (self.best is None or ev.final_ns < self.best.final_ns):
+            self.best = ev
             return True
         return False
 
+    def note_violation(self, v: Violation) -> None:
+        old = self.violations.get(v.constraint)
+        if old is None or v.excess < old.excess:
+            self.violations[v.constraint] = v
 
-def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> tuple[Dim, ...]:
-    kernels = spec.graph.kernels
-    if spec.workload.kind is not WorkloadKind.LLM or spec.execution.skip_inter_chip_optimization:
-        return tuple(Dim.NO for _ in kernels)
-    if all(k.sharding is not None for k in kernels):
-        return tuple(k.sharding for k in kernels)  # type: ignore[misc]
-    from dfsearch.search.sharding import solve_spec_sharding
-
-    return solve_spec_sharding(spec, shape, num_tile).sharding
+    def out_of_budget(self) -> bool:
+        if self.evaluations >= self.max_evaluations:
+            self.stop = f"work budget of {self.max_evaluations:,} evaluations used up"
+        elif self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stop = "time limit reached"
+        return bool(self.stop)
 
 
 def search(
@@ -66,212 +104,318 @@ def search(
     *,
     seed: int | None = None,
     time_limit_s: float | None = None,
+    max_evaluations: int | None = None,
     progress: Progress | None = None,
 ) -> RunResult:
     """Find the best mapping of ``spec`` (see module docstring).
 
-    Raises
-    ------
-    InfeasibleError
-        If no outer choice admits a feasible mapping; the message names the binding
-        constraint and the smallest amount by which it was violated.
+    ``time_limit_s`` (default: the spec's ``search.time_limit_s``; 0 or None = none) is a
+    safety stop measured after the evaluator is compiled; ``max_evaluations`` (default: the
+    spec's ``search.max_evaluations``) is the work budget. Ctrl-C stops the search and
+    returns the best mapping found so far (``RunStatus.INTERRUPTED``).
+
+    Returns
+    -------
+    RunResult
+        Always; ``result.evaluation`` is None when no feasible mapping was found, and then
+        ``result.violations`` says which constraints bind and by how much.
     """
-    t0 = time.perf_counter()
     seed = spec.search.seed if seed is None else seed
     limit = spec.search.time_limit_s if time_limit_s is None else time_limit_s
-    deadline = t0 + limit
+    budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
+    if limit:
+        _compile_first()  # compilation never counts against the time limit
+    t0 = time.perf_counter()
+    st = _State(spec, seed, budget, t0 + limit if limit else None)
+    interrupted = False
+    method = "best-first"
+    total = 0
+    try:
+        pairs = _pair_space(spec)
+        counts = _config_counts(spec)
+        total = len(pairs) * len(counts)
+        if len(pairs) <= BOUND_LIMIT:
+            _best_first(st, pairs, counts, total, progress)
+        else:
+            method = "optuna-tpe"
+            _optuna_outer(st, pairs, counts, total, progress)
+        if spec.search.joint_sharding and st.best is not None and not st.stop:
+            _joint_sharding(st)
+    except KeyboardInterrupt:
+        interrupted = True
+        st.stop = "interrupted"
+    return _result(st, method, total, time.perf_counter() - t0, interrupted)
+
+
+# --------------------------------------------------------------------------- outer space
+def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int]]:
+    """Every (shape, tile count) of the spec, shapes outermost."""
+    return [(s, t) for s in outer_mod.shapes(spec) for t in outer_mod.tile_counts(spec)]
+
+
+def _config_counts(spec: Spec) -> list[int]:
+    """Distinct effective configuration counts, largest first."""
+    return sorted({effective_num_config(spec, c) for c in outer_mod.config_counts(spec)}, reverse=True)
+
+
+def _dominance_step(spec: Spec, problem: Problem) -> int:
+    """k such that C + k configurations are never worse than C (an empty configuration
+    costs nothing); 0 when pinned configurations forbid the argument."""
+    if spec.execution.style is not ExecutionStyle.DATAFLOW or problem.si[I_FIXED_CONFIG]:
+        return 0  # one configuration per kernel is a different regime, not a larger count
+    if any(k.config >= 0 for k in spec.graph.kernels):
+        return 0
+    return 2 if problem.si[I_FB_RULE] else 1
+
+
+def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) -> tuple[Dim, ...]:
+    kernels = spec.graph.kernels
+    if spec.workload.kind is not WorkloadKind.LLM or spec.execution.skip_inter_chip_optimization:
+        return tuple(Dim.NO for _ in kernels)
+    if all(k.sharding is not None for k in kernels):
+        return tuple(k.sharding for k in kernels)  # type: ignore[misc]
+    from dfsearch.cost import network
+    from dfsearch.cost.quirks import Quirks
+    from dfsearch.search.sharding import solve_spec_sharding
+
+    # the sharding depends on the shape only through the TP degree and TP collective ratios
+    ratios = network.llm_ratios(
+        spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
+        quirks=Quirks(),
+    )  # fmt: skip
+    key = (network.groups(spec.system, shape).tp, ratios.all_reduce, ratios.all_gather,
+           ratios.all_to_all, num_tile)  # fmt: skip
+    if key not in cache:
+        cache[key] = solve_spec_sharding(spec, shape, num_tile).sharding
+    return cache[key]
+
+
+def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]]) -> list[_Pair]:
+    """Sharding, outer feasibility and lower bound of every (shape, tile count)."""
+    spec = st.spec
     mbs = outer_mod.micro_batch_size(spec)
-    cands = [
-        (shape, t, c)
-        for shape in outer_mod.shapes(spec)
-        for c in outer_mod.config_counts(spec)
-        for t in outer_mod.tile_counts(spec)
-    ]
-    best = _Best()
-    evals = 0
-    done = 0
-    exhaustive = True
-    bound_ns = math.inf  # min over unsolved candidates of their lower bound
-    violations: dict[str, float] = {}
-    methods: set[str] = set()
-    notes: list[str] = []
+    c_any = effective_num_config(spec, _config_counts(spec)[0])
+    cache: dict = {}
+    out = []
+    for shape, t in pairs:
+        if st.deadline is not None and time.perf_counter() > st.deadline:
+            raise _TimeUp
+        sharding = _sharding(spec, shape, t, cache)
+        outer = Outer(shape, sharding, mbs, t, c_any)
+        status, viol = outer_status(spec, outer)
+        lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
+        out.append(_Pair(shape, t, sharding, lb, status, viol))
+    return out
 
-    def run_candidate(shape: tuple[int, ...], t: int, c: int) -> float:
-        nonlocal evals, exhaustive, bound_ns
-        sharding = _sharding(spec, shape, t)
-        outer = Outer(shape, sharding, mbs, t, effective_num_config(spec, c))
-        st, viol = outer_status(spec, outer)
-        if st is not Status.OK:
-            violations[st.label] = min(violations.get(st.label, math.inf), abs(viol))
-            return math.inf
-        problem = lower(spec, outer)
-        lb = outer_mod.lower_bound_ns(problem)
-        if best.ev is not None and lb >= best.ev.final_ns:
-            return lb  # cannot beat the incumbent: solved by its bound
-        a = assign_configs(problem, seed=seed, deadline=deadline)
-        evals += a.evaluations
-        if a.config is not None:
-            methods.add(a.method)
-        for k, v in a.violations.items():
-            violations[k] = min(violations.get(k, math.inf), v)
-        if not a.exhaustive:
-            exhaustive = False
-            bound_ns = min(bound_ns, max(lb, outer_mod.final_from_ii(problem, a.bound_ns)))
-        if a.config is None:
-            return math.inf
-        decision = Decision(
-            shape=shape, sharding=sharding, micro_batch_size=mbs, num_tile=t, config=a.config
-        )
-        ev = evaluate_problem(spec, problem, decision)
-        evals += 1
-        best.offer(ev)
-        return ev.final_ns if ev.feasible else math.inf
 
-    stopped = False
-    if len(cands) <= ENUMERATE_LIMIT:
-        for i, (shape, t, c) in enumerate(cands):
-            if time.perf_counter() > deadline and best.ev is not None:
-                stopped = True
-                break
-            run_candidate(shape, t, c)
-            done = i + 1
-            if progress:
-                progress(done, len(cands), best.ev.final_s if best.ev else None)
-        method = "enumerate"
+# --------------------------------------------------------------------------- strategies
+class _TimeUp(Exception):
+    """The time limit fired before every (shape, tile count) had its bound."""
+
+
+def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
+    """Solve outer choices in increasing order of their lower bound; stop when the next
+    bound cannot beat the incumbent (everything left is pruned)."""
+    try:
+        bounded = _bound_pairs(st, pairs)
+    except _TimeUp:
+        st.stop = "time limit reached while bounding the outer choices"
+        st.open_bound_ns = 0.0
+        return
+    heap = []
+    for i, p in enumerate(bounded):
+        if p.status is not Status.OK:
+            st.note_violation(_outer_violation(st.spec, p))
+            st.pruned += len(counts)
+            continue
+        for j, c in enumerate(counts):  # larger configuration counts first at equal bounds
+            heapq.heappush(heap, (p.bound_ns, i, j, c))
+    while heap:
+        lb, i, j, c = heap[0]
+        if st.best is not None and lb >= st.best.final_ns:
+            st.pruned += len(heap)  # nothing left can beat the incumbent
+            break
+        if st.out_of_budget():
+            st.open_bound_ns = min(st.open_bound_ns, lb)
+            break
+        heapq.heappop(heap)
+        p = bounded[i]
+        dominated = _dominating_value(st, p, c)
+        if dominated is not None and st.best is not None and dominated >= st.best.final_ns:
+            st.pruned += 1
+        else:
+            _solve(st, p, c)
+            st.solved += 1
+        if progress:
+            progress(st.solved + st.pruned, total, st.best.final_s if st.best else None)
+    if progress:
+        progress(total if not st.stop else st.solved + st.pruned, total,
+                 st.best.final_s if st.best else None)  # fmt: skip
+
+
+def _dominating_value(st: _State, p: _Pair, c: int) -> float | None:
+    """The proven final_ns of a solved larger configuration count that dominates c."""
+    for (shape, t, c2, step), value in st.exact_values.items():
+        if shape == p.shape and t == p.num_tile and c2 > c and step and (c2 - c) % step == 0:
+            return value
+    return None
+
+
+def _solve(st: _State, p: _Pair, c: int) -> float:
+    """Solve one outer choice; update the incumbent, the open bound and the violations."""
+    spec = st.spec
+    mbs = outer_mod.micro_batch_size(spec)
+    outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c)
+    problem = lower(spec, outer)
+    a = assign_configs(problem, seed=st.seed, deadline=st.deadline,
+                       max_evaluations=st.max_evaluations - st.evaluations)  # fmt: skip
+    st.evaluations += a.evaluations
+    for name, amount in a.violations.items():
+        st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c))
+    if a.exhaustive:
+        value = outer_mod.final_from_ii(problem, a.value_ns) if a.config else math.inf
+        st.exact_values[(p.shape, p.num_tile, c, _dominance_step(spec, problem))] = value
     else:
-        done = _optuna_outer(cands, run_candidate, seed, deadline, progress, lambda: best.ev)
-        stopped = done < len(cands)
-        method = "optuna-tpe"
-    if stopped:
-        exhaustive = False
-        notes.append(f"time limit reached after {done} of {len(cands)} outer choices")
-    if best.ev is None:
-        raise InfeasibleError(_infeasible_message(spec, violations, len(cands)))
-    if spec.search.joint_sharding and spec.workload.kind is WorkloadKind.LLM:
-        ev2, n2 = _joint_sharding(spec, best.ev, deadline)
-        evals += n2
-        if ev2 is not None and best.offer(ev2):
-            notes.append("joint_sharding improved on the byte-minimal sharding")
-        exhaustive = False
-    final = best.ev
-    assert final is not None
-    if stopped:
-        optimal: bool | None = False
-        lower_bound_s: float | None = None
-    else:
-        lb_ns = min(bound_ns, final.final_ns)
-        lower_bound_s = lb_ns / 1e9
-        optimal = exhaustive or lb_ns >= final.final_ns
-    stats = SearchStats(
-        method=f"{method}+{'/'.join(sorted(methods)) or 'none'}",
-        seconds=time.perf_counter() - t0,
-        evaluations=evals,
-        seed=seed,
-        optimal=optimal,
-        lower_bound_s=lower_bound_s,
-        candidates=len(cands),
-        candidates_done=done,
-        stopped_by_time=stopped,
-        notes=tuple(notes),
-    )
-    return RunResult(spec=spec, evaluation=final, search=stats)
+        bound = max(p.bound_ns, outer_mod.final_from_ii(problem, a.bound_ns))
+        st.open_bound_ns = min(st.open_bound_ns, bound)
+    if a.config is None:
+        return math.inf
+    st.methods.add(a.method)
+    decision = Decision(
+        shape=p.shape, sharding=p.sharding, micro_batch_size=mbs, num_tile=p.num_tile,
+        config=a.config,
+    )  # fmt: skip
+    ev = evaluate_problem(spec, problem, decision)
+    st.evaluations += 1
+    st.offer(ev)
+    return ev.final_ns if ev.feasible else math.inf
 
 
-def _optuna_outer(cands, run_candidate, seed, deadline, progress, best_ev) -> int:
-    """Sample outer choices with Optuna's seeded TPE sampler until the deadline."""
+def _optuna_outer(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
+    """Sample outer choices with Optuna's seeded TPE sampler for OPTUNA_TRIALS trials."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    shapes = sorted({c[0] for c in cands})
-    tiles = sorted({c[1] for c in cands})
-    counts = sorted({c[2] for c in cands})
-    valid = set(cands)
-    sampler = optuna.samplers.TPESampler(seed=seed)
-    study = optuna.create_study(direction="minimize", sampler=sampler)
-    seen: set[tuple] = set()
-    while time.perf_counter() < deadline and len(seen) < len(valid):
+    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=st.seed))
+    seen: set[tuple[int, int]] = set()
+    cache: dict = {}
+    mbs = outer_mod.micro_batch_size(st.spec)
+    trials = min(OPTUNA_TRIALS, total)
+    for _ in range(20 * trials):
+        if len(seen) >= trials or st.out_of_budget():
+            break
         trial = study.ask()
-        key = (
-            shapes[trial.suggest_int("shape", 0, len(shapes) - 1)],
-            tiles[trial.suggest_int("tile", 0, len(tiles) - 1)],
-            counts[trial.suggest_int("configs", 0, len(counts) - 1)],
-        )
-        if key not in valid or key in seen:
+        key = (trial.suggest_int("pair", 0, len(pairs) - 1), trial.suggest_int("configs", 0, len(counts) - 1))
+        if key in seen:
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            if len(study.trials) > 20 * len(valid):
-                break
             continue
         seen.add(key)
-        value = run_candidate(*key)
+        shape, t = pairs[key[0]]
+        sharding = _sharding(st.spec, shape, t, cache)
+        status, viol = outer_status(st.spec, Outer(shape, sharding, mbs, t, counts[key[1]]))
+        p = _Pair(shape, t, sharding, 0.0, status, viol)
+        if status is not Status.OK:
+            st.note_violation(_outer_violation(st.spec, p))
+            value = math.inf
+        else:
+            value = _solve(st, p, counts[key[1]])
+        st.solved += 1
         study.tell(trial, value if math.isfinite(value) else 1e300)
         if progress:
-            ev = best_ev()
-            progress(len(seen), len(valid), ev.final_s if ev else None)
-    return len(seen)
+            progress(len(seen), total, st.best.final_s if st.best else None)
+    if len(seen) < total:
+        st.open_bound_ns = 0.0  # the unsampled choices are not bounded
 
 
-def _joint_sharding(spec: Spec, ev: Evaluation, deadline: float) -> tuple[Evaluation | None, int]:
+def _joint_sharding(st: _State) -> None:
     """Local search over sharding choices on the best outer choice: change one kernel's
     choice at a time (pinned kernels stay), keep any change that lowers final_ns."""
-    d = ev.decision
-    current = ev
-    evals = 0
+    spec = st.spec
+    assert st.best is not None
     improved = True
-    while improved and time.perf_counter() < deadline:
+    while improved and not st.out_of_budget():
         improved = False
+        current = st.best
+        d = current.decision
         for i, k in enumerate(spec.graph.kernels):
             if k.sharding is not None:
                 continue
             for choice in sharding_choices(k):
-                if choice is current.decision.sharding[i] or time.perf_counter() > deadline:
+                if choice is d.sharding[i]:
                     continue
-                sh = list(current.decision.sharding)
+                sh = list(d.sharding)
                 sh[i] = choice
-                outer = Outer(
-                    d.shape, tuple(sh), d.micro_batch_size, d.num_tile,
-                    effective_num_config(spec, len(current.configs)),
-                )  # fmt: skip
-                problem = lower(spec, outer)
+                p = _Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0)
+                c = effective_num_config(spec, len(current.configs))
+                problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile, c))
                 if outer_mod.lower_bound_ns(problem) >= current.final_ns:
                     continue
-                a = assign_configs(problem)
-                evals += a.evaluations
-                if a.config is None:
-                    continue
-                cand = evaluate_problem(
-                    spec, problem, Decision(
-                        shape=d.shape, sharding=tuple(sh), micro_batch_size=d.micro_batch_size,
-                        num_tile=d.num_tile, config=a.config,
-                    ),
-                )  # fmt: skip
-                if cand.feasible and cand.final_ns < current.final_ns * (1 - 1e-12):
-                    current, improved = cand, True
-    return (current if current is not ev else None), evals
+                before = st.best
+                _solve(st, p, c)
+                improved = improved or st.best is not before
+    st.open_bound_ns = 0.0  # other sharding choices are not bounded
+    st.methods.add("joint-sharding")
 
 
-_UNITS = {"sram": "bytes", "dram": "bytes", "cores": "cores", "divisibility": "", "shape": ""}
+# --------------------------------------------------------------------------- result
+def _result(st: _State, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
+    best = st.best
+    bound_ns = st.open_bound_ns if best is None else min(st.open_bound_ns, best.final_ns)
+    if best is not None and bound_ns >= best.final_ns:
+        status = RunStatus.OPTIMAL
+    elif interrupted:
+        status = RunStatus.INTERRUPTED
+    elif st.stop:
+        status = RunStatus.STOPPED_BY_LIMIT
+    elif best is None:
+        status = RunStatus.INFEASIBLE if bound_ns == math.inf else RunStatus.FEASIBLE_NOT_PROVEN
+    else:
+        status = RunStatus.FEASIBLE_NOT_PROVEN
+    notes = []
+    if st.stop and not interrupted:
+        notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
+    stats = SearchStats(
+        method=f"{method}+{'/'.join(sorted(st.methods)) or 'none'}",
+        seconds=seconds,
+        evaluations=st.evaluations,
+        seed=st.seed,
+        status=status,
+        lower_bound_s=bound_ns / 1e9 if math.isfinite(bound_ns) else None,
+        candidates=total,
+        solved=st.solved,
+        pruned=st.pruned,
+        stopped_by=st.stop,
+        notes=tuple(notes),
+    )
+    viol = tuple(_explain(st.spec, st.violations[k]) for k in sorted(st.violations)) if best is None else ()
+    return RunResult(spec=st.spec, evaluation=best, search=stats, violations=viol)
 
 
-def _infeasible_message(spec: Spec, violations: dict[str, float], n: int) -> str:
-    if not violations:
-        return f"No feasible mapping among {n} outer choices."
-    lines = [f"No feasible mapping: every one of the {n} outer choices violates a constraint."]
-    explain = {
-        "sram": "SRAM per configuration exceeds system.accelerator.sram_bytes "
-        f"({spec.system.accelerator.sram_bytes:.6g}) by at least",
-        "dram": "DRAM per chip exceeds system.memory.dram_bytes "
-        f"({spec.system.memory.dram_bytes:.6g}) by at least",
-        "cores": "a configuration needs more kernels than system.accelerator.cores "
-        f"({spec.system.accelerator.cores}) by",
-        "divisibility": "workload.global_batch_size is not divisible by micro_batch_size x DP; "
-        "remainder",
-        "shape": "the fixed network sizes do not multiply to the chip count; off by",
-        "config": "the configuration rules (FWD/BWD split, pinned configs, num_input) "
-        "cannot be met",
-        "order": "an edge would run backwards between configurations",
-    }
-    for k in sorted(violations):
-        v = violations[k]
-        unit = _UNITS.get(k, "")
-        lines.append(f"  - {explain.get(k, k)} {v:.6g} {unit}".rstrip())
-    return "\n".join(lines)
+def _explain(spec: Spec, v: Violation) -> Violation:
+    """Name the kernels behind an SRAM or cores violation: those that break it even alone
+    in a configuration at the closest outer choice."""
+    if v.constraint not in ("sram", "cores") or not v.num_config:
+        return v
+    from dfsearch.search.assign import lone_misfits
+
+    sharding = _sharding(spec, v.shape, v.num_tile, {})
+    mbs = outer_mod.micro_batch_size(spec)
+    problem = lower(spec, Outer(v.shape, sharding, mbs, v.num_tile, v.num_config))
+    names = [spec.graph.kernels[k].name for k, c, _ in lone_misfits(problem) if c == v.constraint]
+    if names:
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        detail = f"{len(names)} kernel(s) do not fit even alone in a configuration: {shown}"
+    else:
+        detail = "every kernel fits alone; the configuration count and rules force too many together"
+    return replace(v, detail=detail)
+
+
+def _outer_violation(spec: Spec, p: _Pair) -> Violation:
+    return Violation.of(spec, p.status.label, abs(p.violation), p.shape, p.num_tile, 0)
+
+
+def _compile_first() -> None:
+    """Compile (or load from the cache) every jitted function before a clock starts."""
+    from dfsearch.search.warmup import warm_up
+
+    warm_up()

@@ -1,5 +1,5 @@
 """Outer choices: network shapes, micro-batch size, tile counts, configuration counts
-(MODEL.md C.2), and a lower bound of the objective for one set of outer choices.
+and a lower bound of the objective for one set of outer choices.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from dfsearch.cost.lower import (
 from dfsearch.spec import AUTO, Spec
 
 __all__ = [
+    "divisors",
+    "factorizations",
     "shapes",
     "tile_counts",
     "config_counts",
@@ -36,22 +38,52 @@ __all__ = [
 ]
 
 
-def _factorizations(n: int, k: int) -> list[tuple[int, ...]]:
-    """Ordered factorizations of n into k positive factors."""
+def divisors(n: int) -> list[int]:
+    """The divisors of n >= 1, ascending, from its prime factorisation (trial division up to
+    sqrt(n): about 1e6 steps for n = 1e12; never a scan of every integer up to n).
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    >>> len(divisors(2**40))
+    41
+    """
+    out = [1]
+    rest = n
+    p = 2
+    while p * p <= rest:
+        if rest % p == 0:
+            e = 0
+            while rest % p == 0:
+                rest //= p
+                e += 1
+            out = [d * p**i for d in out for i in range(e + 1)]
+        p += 1 if p == 2 else 2
+    if rest > 1:
+        out = [d * q for d in out for q in (1, rest)]
+    return sorted(out)
+
+
+def factorizations(n: int, k: int) -> list[tuple[int, ...]]:
+    """Ordered factorisations of n into k positive factors, lexicographic.
+
+    >>> factorizations(4, 2)
+    [(1, 4), (2, 2), (4, 1)]
+    """
     if k == 0:
         return [()] if n == 1 else []
-    if k == 1:
-        return [(n,)]
-    out = []
-    for d in range(1, n + 1):
-        if n % d == 0:
-            out.extend((d,) + rest for rest in _factorizations(n // d, k - 1))
-    return out
+    divs = divisors(n)
+
+    def rec(m: int, j: int) -> list[tuple[int, ...]]:
+        if j == 1:
+            return [(m,)]
+        return [(d,) + rest for d in divs if d <= m and m % d == 0 for rest in rec(m // d, j - 1)]
+
+    return rec(n, k)
 
 
 def shapes(spec: Spec) -> list[tuple[int, ...]]:
     """Every network shape consistent with the fixed sizes (LLM: free sizes searched; a 1D
-    LLM network always spans every chip, MODEL.md §3.2)."""
+    LLM network always spans every chip)."""
     net = spec.system.network
     chips = spec.system.num_chip // spec.num_copy
     if spec.workload.kind is WorkloadKind.LLM and len(net) == 1:
@@ -62,7 +94,7 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
     if chips % prod:
         return []
     out = []
-    for f in _factorizations(chips // prod, len(free)):
+    for f in factorizations(chips // prod, len(free)):
         shape = list(fixed)
         for i, v in zip(free, f):
             shape[i] = v
@@ -72,14 +104,13 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
 
 def tile_counts(spec: Spec) -> list[int]:
     """Candidate tile counts T: 1 for non-LLM; ceil(seq/tile_size) when the tile size is
-    fixed; otherwise every divisor of seq_len (C.2 item 3), ascending."""
+    fixed; otherwise every divisor of seq_len, ascending."""
     wl = spec.workload
     if wl.kind is not WorkloadKind.LLM:
         return [1]
     if wl.tile_size > 0:
         return [-(-wl.seq_len // wl.tile_size)]
-    s = wl.seq_len
-    return [d for d in range(1, s + 1) if s % d == 0]
+    return divisors(wl.seq_len)
 
 
 def config_counts(spec: Spec) -> list[int]:
@@ -91,7 +122,7 @@ def config_counts(spec: Spec) -> list[int]:
 
 
 def micro_batch_size(spec: Spec) -> int:
-    """The micro-batch size: the spec's, or 1 (optimal whenever it divides, §7 item 34)."""
+    """The micro-batch size: the spec's, or 1 (optimal whenever it divides the batch)."""
     wl = spec.workload
     if wl.kind is WorkloadKind.LLM and wl.micro_batch_size > 0:
         return wl.micro_batch_size
@@ -132,6 +163,6 @@ def lower_bound_ns(problem: Problem) -> float:
 
 
 def final_from_ii(problem: Problem, all_config_ii_ns: float) -> float:
-    """final_ns for a given sum of configuration IIs (MODEL.md §3.9): monotone in the sum."""
+    """final_ns for a given sum of configuration IIs: monotone in the sum."""
     sc = problem.sc
     return (all_config_ii_ns * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]

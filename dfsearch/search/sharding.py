@@ -210,6 +210,7 @@ def solve_spec_sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> Sh
     rate = (ex.compute_util or 1.0) * peak
     word = ex.word_bytes
     kernels = spec.graph.kernels
+    index = spec.graph.index()
 
     def dims(i: int, d: Dim) -> tuple[int, int, int]:
         return shard_dims(spec, i, d, grp.tp, num_tile, (1, 1))
@@ -224,7 +225,7 @@ def solve_spec_sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> Sh
         return t, float(sm) * sn * word
 
     def edge(e: int, d: Dim, coll: Collective) -> float:
-        src = spec.graph.index()[spec.graph.connections[e].src]
+        src = index[spec.graph.connections[e].src]
         sm, _, sn = dims(src, d)
         ratio = r.all_gather if coll is Collective.ALL_GATHER else r.all_to_all
         return ratio * sm * sn * word

@@ -45,8 +45,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -75,7 +78,15 @@ from dfsearch.spec import (
 )
 from dfsearch.validate import quote_list, show, validate_parts
 
-__all__ = ["load_spec", "load_toml_spec", "load_input", "load_graph_file"]
+__all__ = [
+    "load_spec",
+    "load_toml_spec",
+    "load_input",
+    "load_graph_file",
+    "parse_toml",
+    "read_text",
+    "replace_field",
+]
 
 _TOP = ("workload", "graph", "system", "cost", "execution", "search")
 _WORKLOADS: dict[str, type] = {
@@ -118,7 +129,7 @@ def load_spec(path: str | Path) -> Spec:
         The file is missing or unreadable, is not valid TOML / DFModel text, or breaks any rule
         of ``docs/spec.md``; the error lists every problem found, with field paths.
     """
-    text = _read_text(path)
+    text = read_text(path)
     dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
         return dfmodel.load_dfmodel(text, file=str(path))
@@ -147,7 +158,7 @@ def load_toml_spec(text: str, *, file: str, base_dir: Path) -> Spec:
     SpecError
         Invalid TOML, or any problem of the spec (all of them, in one error).
     """
-    data = _parse_toml(text, file)
+    data = parse_toml(text, file)
     return _spec_from_data(data, file=file, base_dir=Path(base_dir))
 
 
@@ -159,11 +170,11 @@ def load_input(path: str | Path) -> Spec | Graph:
     SpecError
         As :func:`load_spec` / :func:`load_graph_file`.
     """
-    text = _read_text(path)
+    text = read_text(path)
     dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
         return dfmodel.load_dfmodel(text, file=str(path))
-    data = _parse_toml(text, str(path))
+    data = parse_toml(text, str(path))
     if set(data) == {"graph"}:
         return _graph_file_from_data(data, file=str(path))
     return _spec_from_data(data, file=str(path), base_dir=Path(path).parent)
@@ -178,8 +189,91 @@ def load_graph_file(path: str | Path) -> Graph:
     SpecError
         Missing/unreadable file, invalid TOML, other tables, or an invalid graph.
     """
-    text = _read_text(path)
-    return _graph_file_from_data(_parse_toml(text, str(path)), file=str(path))
+    text = read_text(path)
+    return _graph_file_from_data(parse_toml(text, str(path)), file=str(path))
+
+
+def replace_field(spec: Spec, path: str, value: Any) -> Spec:
+    """A copy of ``spec`` with one field changed, validated like a loaded file (see
+    :meth:`dfsearch.spec.Spec.replace`).
+
+    The spec is turned back into the data of a TOML file (the graph as explicit kernels), the
+    value is put at ``path`` and the data goes through the TOML loader: the same type checks and
+    rules, the same messages.
+
+    >>> base = load_spec(Path(__file__).parent / "examples" / "fft_1024gpu.toml")
+    >>> replace_field(base, "system.memory.dram_bw_GBps", 600).system.memory.dram_bw_GBps
+    600.0
+    >>> replace_field(base, "system.network[0].link_bw_GBps", 0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dfsearch.errors.SpecError: Spec.replace: system.network[0].link_bw_GBps must be > 0... Got 0 instead.
+    """
+    data = _to_data(spec)
+    _put(data, _split_path(path), _to_data(value), path)
+    return _spec_from_data(data, file=_REPLACE, base_dir=Path("."))
+
+
+_REPLACE = "Spec.replace"
+
+
+def _to_data(value: Any) -> Any:
+    """A spec (or part of one) as the values a TOML file would hold: tables as dicts, enums
+    by their label, ``num_config = AUTO`` as "auto", unset (``None``) fields left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            if v is None or not (f.init or f.name == "kind"):
+                continue
+            auto = isinstance(value, Execution) and f.name == "num_config" and v == AUTO
+            out[f.name] = "auto" if auto else _to_data(v)
+        if isinstance(value, Spec):
+            out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
+        return out
+    if isinstance(value, enum.Enum):
+        return value.label
+    if isinstance(value, tuple | list):
+        return [_to_data(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _to_data(v) for k, v in value.items()}
+    return value
+
+
+def _split_path(path: str) -> list[str | int]:
+    """``"system.network[0].size"`` or ``"system.network.0.size"`` -> keys and list indices."""
+    if not isinstance(path, str) or not path.strip():
+        msg = f"the field path must be a non-empty string. Got {show(path)} instead."
+        raise SpecError(msg, file=_REPLACE)
+    keys: list[str | int] = []
+    for part in re.sub(r"\[(\d+)\]", r".\1", path).split("."):
+        keys.append(int(part) if part.isdigit() else part)
+    return keys
+
+
+def _put(data: dict[str, Any], keys: list[str | int], value: Any, path: str) -> None:
+    """Set ``value`` at ``keys`` inside ``data``; every key but the last must exist."""
+    node: Any = data
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        where = ".".join(str(k) for k in keys[:depth]) or "the spec"
+        if isinstance(node, list):
+            if not isinstance(key, int) or key >= len(node):
+                msg = (
+                    f"{path!r}: {where} is a list of {len(node)}; expected an index "
+                    f"0 to {len(node) - 1}. Got {key!r} instead."
+                )
+                raise SpecError(msg, file=_REPLACE)
+        elif not isinstance(node, dict) or isinstance(key, int):
+            raise SpecError(f"{path!r}: {where} is not a table. Got key {key!r}.", file=_REPLACE)
+        elif key not in node and not last:
+            close = difflib.get_close_matches(key, list(node), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (has: {', '.join(node)})."
+            raise SpecError(f"{path!r}: {where} has no table {key!r}{hint}", file=_REPLACE)
+        if last:
+            node[key] = value
+        else:
+            node = node[key]
 
 
 # --------------------------------------------------------------------------- files
@@ -189,26 +283,62 @@ def _dfmodel() -> Any:
     return dfmodel
 
 
-def _read_text(path: str | Path) -> str:
-    p = Path(path)
+#: Inputs (specs, graph files, setup.txt, mapping files) larger than this are refused.
+MAX_INPUT_MB = 64
+
+
+def read_text(path: str | Path) -> str:
+    """The UTF-8 text of an input file; the one way dfsearch reads its inputs.
+
+    Only regular files are read (not a device such as ``/dev/zero``, a FIFO or a folder), and at
+    most :data:`MAX_INPUT_MB` MB of them, so a wrong path fails at once instead of reading
+    forever.
+
+    Raises
+    ------
+    SpecError
+        Missing, not a regular file, too large, unreadable or not UTF-8; names the file.
+    """
+    name = str(path)
+    limit = MAX_INPUT_MB * 1_000_000
+    too_large = f"is larger than {MAX_INPUT_MB} MB: not a dfsearch input."
     try:
-        return p.read_text(encoding="utf-8")
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise SpecError("is a directory, not a file.", file=name)
+        if not stat.S_ISREG(info.st_mode):
+            msg = "is not a regular file (a device, FIFO or socket); expected a text file."
+            raise SpecError(msg, file=name)
+        if info.st_size > limit:
+            raise SpecError(too_large, file=name)
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
     except FileNotFoundError:
-        raise SpecError("no such file.", file=str(path)) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory, not a file.", file=str(path)) from None
+        raise SpecError("no such file.", file=name) from None
+    except OSError as e:
+        raise SpecError(f"cannot read: {e.strerror or e}.", file=name) from None
+    if len(data) > limit:  # grew while being read, or a special file that says size 0
+        raise SpecError(too_large, file=name)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         msg = f"cannot read: not UTF-8 text ({e.reason} at byte {e.start})."
-        raise SpecError(msg, file=str(path)) from None
-    except OSError as e:
-        raise SpecError(f"cannot read: {e.strerror or e}.", file=str(path)) from None
+        raise SpecError(msg, file=name) from None
 
 
-def _parse_toml(text: str, file: str) -> dict[str, Any]:
+def parse_toml(text: str, file: str) -> dict[str, Any]:
+    """``tomllib.loads`` with every failure as a :class:`SpecError` naming ``file``."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"invalid TOML: {e}", file=file) from None
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={...}}
+        raise SpecError(_TOO_DEEP.format(what="TOML"), file=file) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise SpecError(f"invalid TOML: {e}", file=file) from None
+
+
+_TOO_DEEP = "invalid {what}: arrays or tables are nested too deeply (hundreds of levels)."
 
 
 # --------------------------------------------------------------------------- reader
