@@ -21,8 +21,10 @@ class Decision:
 
     ``shape``: size of every network dimension; ``sharding``: inter-chip choice of every
     kernel (file order); ``num_tile``: T, temporal tiles of the tiled dimension;
-    ``config``: configuration index of every kernel; ``par_lane``/``par_stage``: cores of
-    every kernel in the cycle model (0 = chosen optimally by the evaluator).
+    ``config``: configuration index of every kernel; ``num_config``: the number of
+    configurations C (0 = max(config) + 1; it matters because the FWD/BWD rule depends on C
+    and trailing configurations may be empty); ``par_lane``/``par_stage``: cores of every
+    kernel in the cycle model (0 = chosen optimally by the evaluator).
     """
 
     shape: tuple[int, ...]
@@ -30,6 +32,7 @@ class Decision:
     micro_batch_size: int
     num_tile: int
     config: tuple[int, ...]
+    num_config: int = 0
     par_lane: tuple[int, ...] = ()
     par_stage: tuple[int, ...] = ()
 

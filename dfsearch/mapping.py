@@ -126,7 +126,11 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         else:
             continue
         cfg_table = {k: x for k, x in cfg_table.items() if k != name}
-    c_eff = effective_num_config(spec, (max(cfg_table.values()) + 1) if cfg_table else None)
+    used = (max(cfg_table.values()) + 1) if cfg_table else None
+    num_config = int_field("num_config", None, MAX_CONFIG + 1)
+    if num_config is not None and used is not None and used > num_config:
+        issues.append(Issue("num_config", f"must be > every configuration index ({used - 1}). Got {num_config} instead."))
+    c_eff = effective_num_config(spec, num_config or used)
     if forced_config(spec, c_eff) and not cfg_table:
         config = tuple(range(len(kernels)))
     else:
@@ -187,6 +191,7 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         micro_batch_size=mbs or 1,
         num_tile=t,
         config=config,
+        num_config=c_eff,
         par_lane=tuple(pl) if any(pl) else (),
         par_stage=tuple(ps) if any(ps) else (),
     )
@@ -214,6 +219,7 @@ def decision_to_mapping(spec: Spec, d: Decision) -> dict[str, Any]:
         "shape": list(d.shape),
         "micro_batch_size": d.micro_batch_size,
         "num_tile": d.num_tile,
+        "num_config": d.num_config or (max(d.config) + 1 if d.config else 1),
         "config": dict(zip(names, d.config)),
         "sharding": {n: s.label for n, s in zip(names, d.sharding)},
     }
@@ -232,6 +238,7 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
         f"shape = {json.dumps(m['shape'])}",
         f"micro_batch_size = {m['micro_batch_size']}",
         f"num_tile = {m['num_tile']}",
+        f"num_config = {m['num_config']}  # configurations, empty ones included",
         "",
         "[config]  # kernel -> configuration index",
     ]

@@ -198,6 +198,7 @@ def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
         "dp": ev.dp,
         "shape": list(d.shape),
         "num_tile": d.num_tile,
+        "num_config": len(ev.configs),
         "micro_batch_size": d.micro_batch_size,
         "num_micro_batch": ev.num_micro_batch,
         "p2p_ns": ev.p2p_ns,

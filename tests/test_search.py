@@ -76,7 +76,8 @@ def _ideal_search(problem, prune: int, max_states: int = 10**6):
     stats[_dp.ST_VIOL_SRAM :] = np.inf
     assign = np.full(n, -1, dtype=np.int64)
     value = _dp.ideal_search(*problem.args(), preds, succs, _topo(problem), am, must, allowed,
-                             bw, live_cap, max_states, prune, assign, stats)  # fmt: skip
+                             bw, live_cap, max_states, prune, assign, stats,
+                             _dp.no_control())  # fmt: skip
     return value, stats
 
 

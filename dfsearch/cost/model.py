@@ -155,7 +155,7 @@ def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Ev
     ValueError
         If the decision's lengths do not match the spec.
     """
-    requested = (max(decision.config) + 1) if decision.config else 1
+    requested = decision.num_config or ((max(decision.config) + 1) if decision.config else 1)
     outer = Outer(
         shape=decision.shape,
         sharding=decision.sharding,

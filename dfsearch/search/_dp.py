@@ -13,8 +13,10 @@ blocks), for graphs whose ideals are too many; it is exact over contiguous split
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
-from numba import types
+from numba import objmode, types
 from numba.typed import Dict
 
 from dfsearch.cost._jit import jit
@@ -33,11 +35,38 @@ from dfsearch.cost.lower import F_SRAM_CAP, I_OVERLAP, I_SRAM_CHECK
 __all__ = ["ideal_search", "order_dp", "NUM_STATS"]
 
 # stats array slots
-# (ST_STATES / ST_QUEUE: states created and entries queued by ``ideal_search``)
-ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_STATES, ST_QUEUE = range(5)
-ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(5, 9)
-NUM_STATS = 9
+# (ST_STATES / ST_QUEUE: states created and entries queued by ``ideal_search``; ST_STOPPED: 1
+# when the control array stopped the search, see ``must_stop``)
+ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_STATES, ST_QUEUE, ST_STOPPED = range(6)
+ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(6, 10)
+NUM_STATS = 10
+
+# control array slots (float64): the wall-clock deadline (time.perf_counter seconds, inf =
+# none), the evaluations this call may spend (inf = no limit), and a stop flag that the
+# caller's Ctrl-C handler sets to 1
+CTL_DEADLINE, CTL_MAX_EVALS, CTL_FLAG = range(3)
+NUM_CONTROL = 3
+#: loop iterations between two checks of the control array
+CHECK_EVERY = 256
 _SRAM, _DRAM, _CORES, _CONFIG = 1, 2, 3, 7
+
+
+def no_control() -> np.ndarray:
+    """A control array that never stops a search."""
+    return np.array([np.inf, np.inf, 0.0])
+
+
+@jit
+def must_stop(stats, control):
+    """True when the work budget is spent, the stop flag is set or the deadline has passed.
+
+    The clock is read in object mode; running Python there also lets a pending Ctrl-C handler
+    run (signal handlers never run inside compiled code), which sets the flag."""
+    if stats[ST_EVALS] >= control[CTL_MAX_EVALS] or control[CTL_FLAG] != 0.0:
+        return True
+    with objmode(now="float64"):
+        now = time.perf_counter()
+    return now > control[CTL_DEADLINE] or control[CTL_FLAG] != 0.0
 
 
 @jit
@@ -64,10 +93,11 @@ def order_dp(
     k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    order, allowed_at, dram_bw, live_cap, relax, assign, stats,
+    order, allowed_at, dram_bw, live_cap, relax, assign, stats, control,
 ):  # fmt: skip
     """Exact minimum over contiguous blocks of ``order`` (a topological order): block c is
-    order[i:j]. ``allowed_at[k, c]`` = 1 when kernel k may sit in configuration c."""
+    order[i:j]. ``allowed_at[k, c]`` = 1 when kernel k may sit in configuration c. Returns inf
+    with ``stats[ST_STOPPED]`` = 1 when ``control`` stops it (see ``must_stop``)."""
     n = k_a.shape[0]
     nc = allowed_at.shape[1]
     cost = np.full((nc + 1, n + 1), np.inf)
@@ -83,6 +113,9 @@ def order_dp(
         for i in range(n + 1):
             if cost[c, i] == np.inf:
                 continue
+            if (i & 15) == 0 and must_stop(stats, control):
+                stats[ST_STOPPED] = 1.0
+                return np.inf
             for j in range(i, n + 1):
                 if j > i and allowed_at[order[j - 1], c] == 0:
                     break
@@ -213,7 +246,7 @@ def ideal_search(
     k_pin, k_num_input, k_sram_extra,
     e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
     preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap, max_states, prune, assign,
-    stats,
+    stats, control,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment (A*).
 
@@ -238,7 +271,8 @@ def ideal_search(
     must exceed the capacity (``sram_floor``); they are then missing from the smallest
     violations in ``stats``. ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
     ``QUEUE_PER_STATE * max_states`` queued candidates were needed (the result is then not
-    proven optimal)."""
+    proven optimal). ``control`` stops it early (``must_stop``, checked every ``CHECK_EVERY``
+    queue pops): then ``stats[ST_STOPPED]`` = ``stats[ST_OVERFLOW]`` = 1 and it returns inf."""
     n = k_a.shape[0]
     nc = allowed.shape[0]
     full = (np.int64(1) << n) - 1
@@ -287,7 +321,13 @@ def ideal_search(
         n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth
     )
     goal = -1
+    ticks = 0
     while size > 0:
+        ticks += 1
+        if ticks % CHECK_EVERY == 0 and must_stop(stats, control):
+            stats[ST_STOPPED] = 1.0
+            stats[ST_OVERFLOW] = 1.0
+            break
         top = _queue_pop(hq, hi, size)
         size -= 1
         sid = hi[top, _Q_STATE]
@@ -368,9 +408,11 @@ def ideal_search(
                         k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
                         k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
                         e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                        topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o,
+                        topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o, control,
                     )  # fmt: skip
                     stats[ST_EVALS] += st_o[ST_EVALS]
+                    if st_o[ST_STOPPED] > 0.0:
+                        stats[ST_STOPPED] = 1.0
                     if upper <= root * (1.0 + 1e-13):  # it meets the lower bound: optimal
                         assign[:] = tmp
                         stats[ST_STATES] += nstates

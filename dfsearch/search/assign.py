@@ -54,6 +54,7 @@ class Assignment:
     evaluations: int
     violations: dict[str, float]  #: smallest violation seen per binding constraint
     bound_ns: float = 0.0  #: lower bound of value_ns over all assignments (= value if exhaustive)
+    stopped: bool = False  #: the control array (time, work budget, Ctrl-C) stopped the search
 
 
 def _allowed(problem: Problem) -> np.ndarray:
@@ -107,21 +108,22 @@ def assign_configs(
     max_states: int = MAX_STATES,
     seed: int = 0,
     anneal_iterations: int = 200,
-    deadline: float | None = None,
-    max_evaluations: float = math.inf,
+    control: np.ndarray | None = None,
 ) -> Assignment:
     """Best configuration assignment for one lowered problem (see module docstring).
 
     ``method``: "auto" (ideal DP, falling back to order DP + annealing), "ideal-dp",
     "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
-    simulated annealing over topological orders, seeded). Annealing stops after
-    ``max_evaluations`` set costings (work, deterministic) or at ``deadline``
-    (a ``time.perf_counter()`` value) when one is given.
+    simulated annealing over topological orders, seeded). ``control`` (``_dp.no_control()``
+    layout: deadline, evaluations each search may spend, stop flag) stops every search early;
+    the assignment is then ``stopped`` and not exhaustive.
     """
     from dfsearch.search import _dp
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}. Got {method!r} instead.")
+    if control is None:
+        control = _dp.no_control()
 
     n, nc = problem.num_kernels, problem.num_config
     if problem.si[I_FIXED_CONFIG] or nc == 1:
@@ -133,7 +135,11 @@ def assign_configs(
     total_evals = 0
     viol: dict[str, float] = {}
     regime_bounds: list[float] = []
+    stopped = False
     for bw, live_cap in _regimes(problem):
+        if stopped:
+            regime_bounds.append(0.0)
+            continue
         stats = np.zeros(_dp.NUM_STATS)
         stats[_dp.ST_VIOL_SRAM :] = np.inf
         assign = np.full(n, -1, dtype=np.int64)
@@ -148,27 +154,25 @@ def assign_configs(
             search_args = (
                 *problem.args(), preds, succs, topo, am, must, allowed, bw, live_cap, max_states,
             )  # fmt: skip
-            value = _dp.ideal_search(*search_args, 1, assign, stats)
-            if value == math.inf and stats[_dp.ST_OVERFLOW] == 0:
-                # nothing fits: search again without the SRAM pruning, so that the smallest
-                # violation of each constraint (the error message) comes from real candidates
-                first_evals = stats[_dp.ST_EVALS]
-                stats = _fresh_stats(stats)
-                value = _dp.ideal_search(*search_args, 0, assign, stats)
-                stats[_dp.ST_EVALS] += first_evals
+            value = _dp.ideal_search(*search_args, 1, assign, stats, control)
             exhaustive = stats[_dp.ST_OVERFLOW] == 0
+            if value == math.inf and exhaustive:
+                _violations_unpruned(problem, search_args, stats, control)
             bound = value if exhaustive else 0.0
             overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
         else:
             overflow = True
+        if stats[_dp.ST_STOPPED] > 0:
+            overflow = False  # stopped by the control array: no fallback, not exhaustive
+            stopped = True
         if overflow:
             used = "order-dp"
-            value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats)
+            value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
             if method in ("auto", "anneal") and anneal_iterations > 0:
                 used = "anneal"
                 value3, assign3 = _anneal(
                     problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations,
-                    deadline, max_evaluations,
+                    control,
                 )  # fmt: skip
                 if value3 < value2:
                     value2, assign2 = value3, assign3
@@ -179,6 +183,7 @@ def assign_configs(
             bound = 0.0
         else:
             method_used = "ideal-dp"
+        stopped = stopped or stats[_dp.ST_STOPPED] > 0
         total_evals += int(stats[_dp.ST_EVALS])
         for name, slot in (
             ("sram", _dp.ST_VIOL_SRAM),
@@ -196,9 +201,29 @@ def assign_configs(
     lb = float(min(regime_bounds)) if regime_bounds else math.inf
     if best is None:
         proven = all(b == math.inf for b in regime_bounds)
-        return Assignment(None, math.inf, method, proven, total_evals, viol, lb)
+        return Assignment(None, math.inf, method, proven, total_evals, viol, lb, stopped)
     exhaustive = best.exhaustive and lb >= best.value_ns * (1 - 1e-12)
-    return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol, min(lb, best.value_ns))
+    return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
+                      min(lb, best.value_ns), stopped)  # fmt: skip
+
+
+#: state budget of the unpruned search that only words the "nothing fits" message
+MESSAGE_STATES = 20_000
+
+
+def _violations_unpruned(problem, search_args, stats, control) -> None:
+    """Nothing fits: search again without the SRAM pruning (a smaller state budget), so that
+    the smallest violation of each constraint (the error message) comes from real
+    candidates; only its evaluations and violations are kept."""
+    from dfsearch.search import _dp
+
+    st = _fresh_stats(stats)
+    args = (*search_args[:-1], min(search_args[-1], MESSAGE_STATES))
+    _dp.ideal_search(*args, 0, np.full(problem.num_kernels, -1, np.int64), st, control)
+    stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
+    stats[_dp.ST_STOPPED] = max(stats[_dp.ST_STOPPED], st[_dp.ST_STOPPED])
+    for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
+        stats[j] = min(stats[j], st[j])
 
 
 def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
@@ -236,33 +261,32 @@ def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
     return value, assign
 
 
-def _order(problem, order, allowed, bw, live_cap, stats):
+def _order(problem, order, allowed, bw, live_cap, stats, control):
     from dfsearch.search import _dp
 
     st = _fresh_stats(stats)
     assign = np.full(problem.num_kernels, -1, dtype=np.int64)
-    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 0, assign, st)
-    if st[_dp.ST_HIDDEN] > 0:
+    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 0, assign, st, control)
+    if st[_dp.ST_HIDDEN] > 0 and st[_dp.ST_STOPPED] == 0:
         st2 = _fresh_stats(stats)
         tmp = np.full(problem.num_kernels, -1, dtype=np.int64)
-        relaxed = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 1, tmp, st2)
+        relaxed = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 1, tmp, st2, control)
         st[_dp.ST_EVALS] += st2[_dp.ST_EVALS]
+        st[_dp.ST_STOPPED] = max(st[_dp.ST_STOPPED], st2[_dp.ST_STOPPED])
         value, assign = _take_relaxed(problem, float(value), assign, relaxed, tmp)
     stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
+    stats[_dp.ST_STOPPED] = max(stats[_dp.ST_STOPPED], st[_dp.ST_STOPPED])
     for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
         stats[j] = min(stats[j], st[j])
     return float(value), assign
 
 
-def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, deadline,
-            max_evaluations):  # fmt: skip
+def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, control):
     """Simulated annealing over topological orders; each order scored by the order DP.
 
     Move: shift one kernel to another position inside the window its predecessors and
     successors leave it (precedence-preserving). Metropolis acceptance on the relative
-    change, geometric cooling; seeded, so deterministic."""
-    import time
-
+    change, geometric cooling; seeded, so deterministic. Stops when ``control`` says so."""
     from dfsearch.search import _dp
 
     n = problem.num_kernels
@@ -277,9 +301,8 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     best_assign = None
     temp = 0.02
     for _ in range(iterations):
-        if stats[_dp.ST_EVALS] >= max_evaluations:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
+        if stats[_dp.ST_STOPPED] > 0 or _dp.must_stop(stats, control):
+            stats[_dp.ST_STOPPED] = 1.0
             break
         pos = {k: i for i, k in enumerate(order)}
         k = order[int(rng.integers(n))]
@@ -293,7 +316,7 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
         cand = order[:]
         cand.pop(pos[k])
         cand.insert(target, k)
-        value, assign = _order(problem, np.asarray(cand, dtype=np.int64), allowed, bw, live_cap, stats)
+        value, assign = _order(problem, np.asarray(cand, dtype=np.int64), allowed, bw, live_cap, stats, control)
         if value < best_value:
             best_value, best_assign = value, assign
         if value < cur_value or (

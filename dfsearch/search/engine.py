@@ -23,11 +23,16 @@ choice.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status, WorkloadKind
 from dfsearch.cost.lower import I_FB_RULE, I_FIXED_CONFIG, Outer, Problem, effective_num_config, lower
@@ -36,6 +41,7 @@ from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
+from dfsearch.search._dp import CTL_DEADLINE, CTL_FLAG, CTL_MAX_EVALS, no_control
 from dfsearch.search.assign import assign_configs
 from dfsearch.spec import Spec
 
@@ -70,6 +76,7 @@ class _State:
     seed: int
     max_evaluations: int
     deadline: float | None
+    control: np.ndarray  #: shared with the jitted searches: deadline, budget, stop flag
     best: Evaluation | None = None
     evaluations: int = 0
     solved: int = 0
@@ -92,7 +99,9 @@ class _State:
             self.violations[v.constraint] = v
 
     def out_of_budget(self) -> bool:
-        if self.evaluations >= self.max_evaluations:
+        if self.control[CTL_FLAG] != 0.0:
+            self.stop = "interrupted"
+        elif self.evaluations >= self.max_evaluations:
             self.stop = f"work budget of {self.max_evaluations:,} evaluations used up"
         elif self.deadline is not None and time.perf_counter() > self.deadline:
             self.stop = "time limit reached"
@@ -126,25 +135,45 @@ def search(
     if limit:
         _compile_first()  # compilation never counts against the time limit
     t0 = time.perf_counter()
-    st = _State(spec, seed, budget, t0 + limit if limit else None)
-    interrupted = False
+    deadline = t0 + limit if limit else None
+    control = no_control()
+    control[CTL_DEADLINE] = deadline if deadline is not None else math.inf
+    st = _State(spec, seed, budget, deadline, control)
     method = "best-first"
     total = 0
+    with _ctrl_c_sets_flag(control):
+        try:
+            pairs = _pair_space(spec)
+            counts = _config_counts(spec)
+            total = len(pairs) * len(counts)
+            if len(pairs) <= BOUND_LIMIT:
+                _best_first(st, pairs, counts, total, progress)
+            else:
+                method = "optuna-tpe"
+                _optuna_outer(st, pairs, counts, total, progress)
+            if spec.search.joint_sharding and st.best is not None and not st.stop:
+                _joint_sharding(st)
+        except KeyboardInterrupt:  # outside the main thread, or raised by a callback
+            st.stop = "interrupted"
+    return _result(st, method, total, time.perf_counter() - t0, st.stop == "interrupted")
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
+    """While searching, Ctrl-C sets the stop flag that the jitted searches read (it cannot
+    raise inside compiled code); the search then returns the best mapping so far."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        control[CTL_FLAG] = 1.0
+
+    previous = signal.signal(signal.SIGINT, handler)
     try:
-        pairs = _pair_space(spec)
-        counts = _config_counts(spec)
-        total = len(pairs) * len(counts)
-        if len(pairs) <= BOUND_LIMIT:
-            _best_first(st, pairs, counts, total, progress)
-        else:
-            method = "optuna-tpe"
-            _optuna_outer(st, pairs, counts, total, progress)
-        if spec.search.joint_sharding and st.best is not None and not st.stop:
-            _joint_sharding(st)
-    except KeyboardInterrupt:
-        interrupted = True
-        st.stop = "interrupted"
-    return _result(st, method, total, time.perf_counter() - t0, interrupted)
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --------------------------------------------------------------------------- outer space
@@ -198,8 +227,8 @@ def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]]) -> list[_
     cache: dict = {}
     out = []
     for shape, t in pairs:
-        if st.deadline is not None and time.perf_counter() > st.deadline:
-            raise _TimeUp
+        if st.out_of_budget():
+            raise _Stopped
         sharding = _sharding(spec, shape, t, cache)
         outer = Outer(shape, sharding, mbs, t, c_any)
         status, viol = outer_status(spec, outer)
@@ -209,8 +238,8 @@ def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]]) -> list[_
 
 
 # --------------------------------------------------------------------------- strategies
-class _TimeUp(Exception):
-    """The time limit fired before every (shape, tile count) had its bound."""
+class _Stopped(Exception):
+    """The time limit or Ctrl-C came before every (shape, tile count) had its bound."""
 
 
 def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
@@ -218,8 +247,9 @@ def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress
     bound cannot beat the incumbent (everything left is pruned)."""
     try:
         bounded = _bound_pairs(st, pairs)
-    except _TimeUp:
-        st.stop = "time limit reached while bounding the outer choices"
+    except _Stopped:
+        if st.stop != "interrupted":
+            st.stop += " while bounding the outer choices"
         st.open_bound_ns = 0.0
         return
     heap = []
@@ -267,8 +297,8 @@ def _solve(st: _State, p: _Pair, c: int) -> float:
     mbs = outer_mod.micro_batch_size(spec)
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c)
     problem = lower(spec, outer)
-    a = assign_configs(problem, seed=st.seed, deadline=st.deadline,
-                       max_evaluations=st.max_evaluations - st.evaluations)  # fmt: skip
+    st.control[CTL_MAX_EVALS] = st.max_evaluations - st.evaluations
+    a = assign_configs(problem, seed=st.seed, control=st.control)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c))
@@ -283,7 +313,7 @@ def _solve(st: _State, p: _Pair, c: int) -> float:
     st.methods.add(a.method)
     decision = Decision(
         shape=p.shape, sharding=p.sharding, micro_batch_size=mbs, num_tile=p.num_tile,
-        config=a.config,
+        config=a.config, num_config=c,
     )  # fmt: skip
     ev = evaluate_problem(spec, problem, decision)
     st.evaluations += 1
