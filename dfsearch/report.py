@@ -146,7 +146,8 @@ def format_run(result: RunResult, *, title: str = "") -> str:
         lines += ["", result.infeasible_message()]
     lines += [
         f"search    {s.method}: {s.solved} of {s.candidates} outer choices searched, "
-        f"{s.pruned} pruned by bounds; {s.evaluations:,} evaluations, {s.seconds:.3g} s, "
+        f"{s.pruned} ruled out by bounds or outer constraints; {s.evaluations:,} evaluations, "
+        f"{s.seconds:.3g} s, "
         f"seed {s.seed}",
         f"status    {s.status.label.upper()}: {verdict}",
     ]

@@ -115,7 +115,7 @@ class SearchStats:
     lower_bound_s: float | None  #: no mapping can be faster than this (None: unknown)
     candidates: int  #: outer choices (shape x tiles x configuration count) in the space
     solved: int = 0  #: outer choices whose configuration assignment was searched
-    pruned: int = 0  #: outer choices ruled out by their lower bound or outer infeasibility
+    pruned: int = 0  #: outer choices ruled out by a lower bound or by outer infeasibility
     stopped_by: str = ""  #: why the search stopped early ("" if it did not)
     notes: tuple[str, ...] = ()
 

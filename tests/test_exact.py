@@ -368,3 +368,29 @@ def test_check_fails_loudly_when_a_proven_heuristic_is_improved(monkeypatch):
     monkeypatch.setattr(exact, "solve_exact", fake)
     with pytest.raises(RuntimeError, match="BUG: the search claims a proven optimum"):
         check(spec)
+
+
+def test_check_never_calls_an_unproven_answer_optimal(tmp_path):
+    """A search stopped by its work budget: the exact solver may prove the heuristic's outer
+    choices optimal (gap 0 there), but the overall verdict stays 'not proven'."""
+    from typer.testing import CliRunner
+
+    from dfsearch.check import check
+    from dfsearch.cli import app
+    from dfsearch.io.toml_writer import spec_to_toml
+
+    base = random_spec(4, 7, num_config=3, cycle=False, sram=2e4, training=False)
+    full = check(base, time_limit_s=20)
+    assert full.to_json()["overall_status"] == "optimal" and full.overall_gap == 0.0
+    # 50 evaluations: a mapping is found, the search stops before it can prove it (54 needed)
+    spec = dataclasses.replace(base, search=dataclasses.replace(base.search, max_evaluations=50))
+    res = check(spec, time_limit_s=20)
+    j = res.to_json()
+    assert j["heuristic"]["status"] == "stopped_by_limit"
+    assert j["overall_status"] == "stopped_by_limit" and j["gap_scope"] == "these_outer_choices"
+    path = tmp_path / "s.toml"
+    path.write_text(spec_to_toml(spec))
+    out = CliRunner().invoke(app, ["check", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "NOT proven optimal over the whole space" in out.output
+    assert "within these outer choices only" in out.output
