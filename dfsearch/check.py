@@ -77,6 +77,8 @@ class CheckResult:
         ex = self.exact
         bound = self.exact_bound_s
         return {
+            "status": self.overall_status.label,
+            "lower_bound_s": self.heuristic_lower_bound_s,
             "heuristic": {
                 "final_s": self.heuristic_final_s,
                 "seconds": self.heuristic_seconds,
