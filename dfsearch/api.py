@@ -20,8 +20,18 @@ __all__ = ["run", "evaluate", "load"]
 
 
 def load(source: str | Path | Spec) -> Spec:
-    """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec."""
+    """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec.
+
+    A Spec object is validated again (it may come from ``dataclasses.replace``, which skips
+    validation; ``spec.replace(path, value)`` is the validated way to change a field).
+    """
     if isinstance(source, Spec):
+        from dfsearch.errors import SpecError
+        from dfsearch.validate import validate_spec
+
+        issues = validate_spec(source)
+        if issues:
+            raise SpecError(issues, file="<Spec object>")
         return source
     from dfsearch.loader import load_spec
 

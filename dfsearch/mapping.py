@@ -238,7 +238,10 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
         f"shape = {json.dumps(m['shape'])}",
         f"micro_batch_size = {m['micro_batch_size']}",
         f"num_tile = {m['num_tile']}",
-        f"num_config = {m['num_config']}  # configurations, empty ones included",
+    ]
+    if "num_config" in m:
+        lines.append(f"num_config = {m['num_config']}  # configurations, empty ones included")
+    lines += [
         "",
         "[config]  # kernel -> configuration index",
     ]

@@ -114,3 +114,17 @@ def test_replace_rejects_bad_values_with_field_path(gpt, path, value, expected):
 def test_zero_dram_bandwidth_is_a_spec_error_not_a_zero_division(gpt):
     with pytest.raises(SpecError, match="dram_bw_GBps"):
         gpt.replace("system.memory.dram_bw_GBps", 0.0)
+
+
+def test_a_spec_changed_with_dataclasses_replace_is_validated_again():
+    """dataclasses.replace skips validation; run() and evaluate() check the Spec they get."""
+    import dataclasses
+
+    import dfsearch
+    from dfsearch.errors import SpecError
+
+    spec = dfsearch.load(EXAMPLES / "hpl_576gpu.toml")
+    memory = dataclasses.replace(spec.system.memory, dram_bw_GBps=0.0)
+    bad = dataclasses.replace(spec, system=dataclasses.replace(spec.system, memory=memory))
+    with pytest.raises(SpecError, match=r"system\.memory\.dram_bw_GBps must be > 0"):
+        dfsearch.run(bad)
