@@ -333,12 +333,23 @@ def parse_toml(text: str, file: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"invalid TOML: {e}", file=file) from None
     except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={...}}
-        raise SpecError(_TOO_DEEP.format(what="TOML"), file=file) from None
+        raise SpecError(_TOO_DEEP.format(what="TOML") + _deepest_line(text), file=file) from None
     except ValueError as e:  # e.g. an integer of more than 4300 digits
         raise SpecError(f"invalid TOML: {e}", file=file) from None
 
 
 _TOO_DEEP = "invalid {what}: arrays or tables are nested too deeply (hundreds of levels)."
+
+
+def _deepest_line(text: str) -> str:
+    """" At line N (key K)." for the line that opens the most brackets, else ""."""
+    best, where = 0, ""
+    for n, line in enumerate(text.splitlines(), 1):
+        depth = max(line.count("["), line.count("{"))
+        if depth > best:
+            key = line.split("=", 1)[0].strip() if "=" in line else ""
+            best, where = depth, f" At line {n}" + (f" (key {key!r})." if key else ".")
+    return where if best >= 16 else ""
 
 
 # --------------------------------------------------------------------------- reader

@@ -245,8 +245,12 @@ def test_setup_txt_read_through_the_same_helper(tmp_path):
 )
 def test_deeply_nested_toml_exit_2(value, tmp_path):
     path = tmp_path / "deep.toml"
-    path.write_text(FFT.read_text() + f"\n[nested]\nx = {value}\n")
-    assert_clean_exit_2(invoke("validate", path), str(path), "nested too deeply")
+    text = FFT.read_text() + f"\n[nested]\nx = {value}\n"
+    path.write_text(text)
+    line = len(text.splitlines())
+    r = invoke("validate", path)
+    assert_clean_exit_2(r, str(path), "nested too deeply")
+    assert f"At line {line} (key 'x')" in r.output  # where, since there is no field path
 
 
 def test_huge_integer_literal_exit_2(tmp_path):
