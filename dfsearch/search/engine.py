@@ -75,7 +75,6 @@ class _State:
     spec: Spec
     seed: int
     max_evaluations: int
-    deadline: float | None
     control: np.ndarray  #: shared with the jitted searches: deadline, budget, stop flag
     best: Evaluation | None = None
     evaluations: int = 0
@@ -103,7 +102,7 @@ class _State:
             self.stop = "interrupted"
         elif self.evaluations >= self.max_evaluations:
             self.stop = f"work budget of {self.max_evaluations:,} evaluations used up"
-        elif self.deadline is not None and time.perf_counter() > self.deadline:
+        elif time.perf_counter() > self.control[CTL_DEADLINE]:
             self.stop = "time limit reached"
         return bool(self.stop)
 
@@ -135,10 +134,10 @@ def search(
     if limit:
         _compile_first()  # compilation never counts against the time limit
     t0 = time.perf_counter()
-    deadline = t0 + limit if limit else None
     control = no_control()
-    control[CTL_DEADLINE] = deadline if deadline is not None else math.inf
-    st = _State(spec, seed, budget, deadline, control)
+    if limit:
+        control[CTL_DEADLINE] = t0 + limit
+    st = _State(spec, seed, budget, control)
     method = "best-first"
     total = 0
     with _ctrl_c_sets_flag(control):
@@ -219,11 +218,11 @@ def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) ->
     return cache[key]
 
 
-def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]]) -> list[_Pair]:
-    """Sharding, outer feasibility and lower bound of every (shape, tile count)."""
+def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]], c_any: int) -> list[_Pair]:
+    """Sharding, outer feasibility and lower bound of every (shape, tile count); the bound
+    does not depend on the configuration count, ``c_any`` is one of them."""
     spec = st.spec
     mbs = outer_mod.micro_batch_size(spec)
-    c_any = effective_num_config(spec, _config_counts(spec)[0])
     cache: dict = {}
     out = []
     for shape, t in pairs:
@@ -246,7 +245,7 @@ def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress
     """Solve outer choices in increasing order of their lower bound; stop when the next
     bound cannot beat the incumbent (everything left is pruned)."""
     try:
-        bounded = _bound_pairs(st, pairs)
+        bounded = _bound_pairs(st, pairs, counts[0])
     except _Stopped:
         if st.stop != "interrupted":
             st.stop += " while bounding the outer choices"
