@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import _mutants as M
+import _mutants as M  # noqa: E402 - needs tests/ on sys.path (above)
 
 
 def one(i: int, seed: int, sources: list[M.Source], root: Path, args: argparse.Namespace) -> dict:

@@ -46,7 +46,7 @@ def run_once(spec: Path, out: Path, cache: str | None) -> dict:
     return {"exit": proc.returncode, "data": data, "wall_s": seconds}
 
 
-def _hog(stop) -> None:  # noqa: ANN001
+def _hog(stop) -> None:
     x = 0
     while not stop.is_set():
         x = (x * 1103515245 + 12345) % 2**31

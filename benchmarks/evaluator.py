@@ -21,16 +21,16 @@ import os
 # numba reads this when it is first imported (dfsearch imports numba lazily, later).
 os.environ["NUMBA_NUM_THREADS"] = "1"
 
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import dataclasses
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 README_SETUP = ROOT / "tests/data/dfmodel/readme_gpt3_1T_sn30_1024chips_r_r_8x128/setup.txt"

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests/data/dfmodel"
 EXAMPLES = ROOT / "dfsearch/examples"
 
-# DFModel's figures (tests/data/dfmodel/*/log.txt and /work/shared/cases/README.md)
+# DFModel's figures (tests/data/dfmodel/*/log.txt and DFModel's README)
 README_CASE = "readme_gpt3_1T_sn30_1024chips_r_r_8x128/setup.txt"
 README_UTILIZATION = 0.7748055154407518
 README_FINAL_S = 78.99477102558197
@@ -148,7 +148,7 @@ def print_table(cases: list[dict]) -> None:
         gap = "-" if c["gap"] is None else f"{c['gap']:.1e}"
         print(f"{c['name']:58} {c['kernels']:3d} {c['first_s']:8.2f} {c['median_s']:9.3f} "
               f"{c['evaluations']:7d} {c['final_s']:14.8g} {c['utilization']:8.5f} "
-              f"{gap:>8} {str(c['optimal']):>5}  {c['method']}")
+              f"{gap:>8} {c['optimal']!s:>5}  {c['method']}")
 
 
 def print_summary(readme: dict | None, tg: dict) -> None:

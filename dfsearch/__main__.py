@@ -1,3 +1,4 @@
 from dfsearch.cli import main
 
-main()
+if __name__ == "__main__":  # `python -m dfsearch`; importing this module (doctest collection) runs nothing
+    main()

@@ -85,7 +85,7 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _progress(enabled: bool):  # noqa: ANN202
+def _progress(enabled: bool):
     if not enabled:
         return None
 
@@ -156,11 +156,11 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 SpecArg = Annotated[
-    Optional[Path],  # noqa: UP007 - typer needs Optional
+    Optional[Path],  # noqa: UP045 - typer needs Optional
     typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt. Omit for the built-in example.", show_default=False),
 ]
 JsonOpt = Annotated[
-    Optional[str],  # noqa: UP007
+    Optional[str],  # noqa: UP045
     typer.Option("--json", metavar="PATH", help="Also write the result as JSON to PATH ('-' = stdout)."),
 ]
 
@@ -168,18 +168,18 @@ JsonOpt = Annotated[
 @app.command()
 def run(
     spec: SpecArg = None,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed (default: the spec's search.seed). Same spec and seed, same answer, on any machine.")] = None,  # noqa: UP007
+    seed: Annotated[Optional[int], typer.Option(help="Random seed (default: the spec's search.seed). Same spec and seed, same answer, on any machine.")] = None,  # noqa: UP045
     time_limit: Annotated[
-        Optional[float],  # noqa: UP007
+        Optional[float],  # noqa: UP045
         typer.Option("--time-limit", metavar="S", min=0.0, help="Safety stop after S seconds of search (compilation excluded). A search it stops is reported as 'stopped_by_limit', not proven, and may depend on machine speed."),
     ] = None,
     max_evaluations: Annotated[
-        Optional[int],  # noqa: UP007
+        Optional[int],  # noqa: UP045
         typer.Option("--max-evaluations", metavar="N", min=1, help="Work budget in configuration costings (default: the spec's search.max_evaluations, 20 million). Deterministic: the same on any machine."),
     ] = None,
     json_out: JsonOpt = None,
     mapping_out: Annotated[
-        Optional[Path],  # noqa: UP007
+        Optional[Path],  # noqa: UP045
         typer.Option("--mapping-out", metavar="PATH", help="Write the best mapping as a mapping file (TOML) for 'dfsearch eval'."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
@@ -334,7 +334,8 @@ def generate(
     'dfsearch generate KIND --help-params' lists a generator's parameters."""
     _check_args(outputs={"--output": output})
     from dfsearch.io.toml_writer import graph_to_toml
-    from dfsearch.kernels.generators import GENERATORS, generate as gen
+    from dfsearch.kernels.generators import GENERATORS
+    from dfsearch.kernels.generators import generate as gen
 
     args = list(ctx.args)
     if "--help-params" in args and kind in GENERATORS:
@@ -377,7 +378,7 @@ def check(
     time_limit: Annotated[
         float, typer.Option("--time-limit", metavar="S", help="Time limit of the exact solver.")
     ] = 60.0,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,  # noqa: UP007
+    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,  # noqa: UP045
     json_out: JsonOpt = None,
 ) -> None:
     """Run the search and an exact solver (OR-Tools CP-SAT) on the same instance and report

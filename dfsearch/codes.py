@@ -63,7 +63,7 @@ class _Coded(enum.IntEnum):
 
 
 class KernelKind(_Coded):
-    """The four kernel variants of DFModel (MODEL.md §1.1)."""
+    """The four kernel variants of DFModel."""
 
     GEMM_WEIGHT = 1  #: GEMM whose second operand is a resident weight
     GEMM = 2  #: GEMM of two activations
@@ -147,7 +147,7 @@ class Topology(_Coded):
         return {1: "r", 2: "sw", 3: "fc"}[self.value]
 
 
-#: DFModel's topology variants: name -> basic topology of each dimension (MODEL.md §1.2).
+#: DFModel's topology variants: name -> basic topology of each dimension.
 TOPOLOGY_VARIANTS: dict[str, tuple[Topology, ...]] = {
     "r": (Topology.RING,),
     "sw": (Topology.SWITCH,),
@@ -199,7 +199,7 @@ class WorkloadKind(_Coded):
 
 
 class Equations(_Coded):
-    """Which of DFModel's equation sets to reproduce (MODEL.md D1)."""
+    """Which of DFModel's equation sets to reproduce (docs/model.md)."""
 
     V1 = 1
     V2 = 2

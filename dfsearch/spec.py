@@ -1,4 +1,4 @@
-"""The validated input: frozen dataclasses in DFModel's units (MODEL.md D8).
+"""The validated input: frozen dataclasses in DFModel's units (docs/model.md, Units and numbers).
 
 Field names are the TOML keys (they carry their unit: ``link_bw_GBps``, ``sram_bytes``,
 ``freq_GHz``), so the TOML loader, the TOML writer and the DFModel importer all speak one
@@ -56,7 +56,7 @@ _FROZEN = dict(frozen=True, slots=True, kw_only=True)
 # --------------------------------------------------------------------------- graph
 @dataclass(**_FROZEN)
 class Kernel:
-    """One compute kernel of the dataflow graph (MODEL.md §1.1).
+    """One compute kernel of the dataflow graph.
 
     Sizes are bytes of the *unsharded* tensors; ``None`` means the input did not give it.
     ``k`` is 1 for elementwise kernels. ``sharding`` is ``None`` when free (the inter-chip
@@ -92,12 +92,12 @@ class Kernel:
 
     @property
     def rows(self) -> int:
-        """``outer * m``: DFModel folds the outer (heads) dimension into M (§3.1)."""
+        """``outer * m``: DFModel folds the outer (heads) dimension into M."""
         return self.outer * self.m
 
     @property
     def flop(self) -> float:
-        """Unsharded FLOP of one execution, DFModel's statistics convention (§3.10 item 3)."""
+        """Unsharded FLOP of one execution, DFModel's statistics convention."""
         mult = self.num_input if self.num_input > 0 else 1
         base = float(self.rows) * float(self.k) * float(self.n) * mult
         return 2.0 * base if self.type is ComputeType.SYSTOLIC else base
@@ -196,7 +196,8 @@ class System:
 class Cost:
     """Prices ($ per GB/s of link, per GB/s of switch port, per GB/s of DRAM, per chip) and
     static power coefficients (J/GB, i.e. W per GB/s; W per chip). ``link_power_J_per_GB``
-    has one entry per network dimension; missing entries are 0 (MODEL.md §7 item 47)."""
+    has one entry per network dimension; missing entries are 0 (as in DFModel, with no
+    fallback to dimension 0)."""
 
     link_price_per_GBps: float = 0.0
     switch_price_per_GBps: float = 0.0
@@ -214,7 +215,7 @@ class Cost:
 # --------------------------------------------------------------------------- execution
 @dataclass(**_FROZEN)
 class Execution:
-    """How the graph runs on a chip (MODEL.md §1.4, D1).
+    """How the graph runs on a chip (equation sets: docs/model.md).
 
     ``num_config``: 0 = one configuration per kernel, ``AUTO`` (-1) = searched.
     ``compute_util``: 0 = cycle-accurate systolic model, u > 0 = FLOP / (u * peak).

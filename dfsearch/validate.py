@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 _TP, _PP, _DP = Parallelism.TP, Parallelism.PP, Parallelism.DP
-#: parallelism tuples DFModel accepts, dimension by dimension (MODEL.md §1.2)
+#: parallelism tuples DFModel accepts, dimension by dimension
 _PAR_TUPLES = (
     (_TP,),
     (_PP,),
@@ -285,7 +285,7 @@ def _kernel_path(path: str, i: int, k: Kernel) -> str:
 
 
 def _dim_group(d: Dim) -> Dim:
-    """OUTER and M are one dimension once DFModel folds heads into rows (§3.1)."""
+    """OUTER and M are one dimension once DFModel folds heads into rows."""
     return Dim.M if d is Dim.OUTER else d
 
 
@@ -381,8 +381,7 @@ def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
         s.add(
             f"{kp}:",
             f"tiling {k.tiling.label!r} and sharding {k.sharding.label!r} name the same dimension "
-            "('outer' and 'm' count as one); a tiled dimension cannot be sharded "
-            "(MODEL.md §3.3).",
+            "('outer' and 'm' count as one); a tiled dimension cannot be sharded.",
         )
         return
     if sharding_rules:
@@ -401,7 +400,7 @@ def _check_choice(s: _Sink, kp: str, k: Kernel) -> None:
         s.add(
             f"{kp}.sharding",
             f"must be one of {quote_list(d.label for d in allowed)} for this kernel "
-            "(MODEL.md §2.3: no size-1 or tiled dimension, 'outer' whenever outer > 1, "
+            "(no size-1 or tiled dimension, 'outer' whenever outer > 1, "
             "never 'none' with a weight). "
             f"Got {k.sharding.label!r} instead.",  # type: ignore[union-attr]
         )
@@ -504,7 +503,7 @@ def validate_parts(
                     s.add(
                         f"{_kernel_path('graph', i, k)}.sharding",
                         f"must be 'none' or omitted: a {workload.kind.label} workload is never "
-                        f"sharded across chips (MODEL.md §2.2). Got {got!r} instead.",
+                        f"sharded across chips. Got {got!r} instead.",
                     )
     if system is not None:
         _check_system(s, system)
@@ -555,20 +554,24 @@ def _check_workload(s: _Sink, w: Workload) -> None:
             s.ge(f"workload.{f}", getattr(w, f))
         for f in (*positive, "global_batch_size", "micro_batch_size", "tile_size"):
             s.within(f"workload.{f}", getattr(w, f))
-        if w.hidden_dim >= 1 and w.num_head >= 1 and w.head_dim >= 1:
-            if w.num_head * w.head_dim != w.hidden_dim:
-                s.add(
-                    "workload.hidden_dim",
-                    "must equal workload.num_head * workload.head_dim = "
-                    f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
-                    f"Got {w.hidden_dim} instead.",
-                )
+        if (
+            w.hidden_dim >= 1
+            and w.num_head >= 1
+            and w.head_dim >= 1
+            and w.num_head * w.head_dim != w.hidden_dim
+        ):
+            s.add(
+                "workload.hidden_dim",
+                "must equal workload.num_head * workload.head_dim = "
+                f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
+                f"Got {w.hidden_dim} instead.",
+            )
         if w.num_layer_in_graph < 1:
             s.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
         elif w.num_layer_in_graph != 1:
             s.add(
                 "workload.num_layer_in_graph",
-                "must be 1: a graph holding several layers is not supported (MODEL.md D3). "
+                "must be 1: a graph holding several layers is not supported. "
                 f"Got {w.num_layer_in_graph} instead.",
             )
         return
@@ -592,8 +595,8 @@ def _check_system(s: _Sink, sy: System) -> None:
     if a.pmu > 0:
         s.add(
             "system.accelerator.pmu",
-            "must be 0: place-and-route mode (accelerator.pmu > 0) is not supported "
-            f"(MODEL.md §3.11). Got {a.pmu} instead.",
+            "must be 0: place-and-route mode (accelerator.pmu > 0) is not supported. "
+            f"Got {a.pmu} instead.",
         )
     else:
         s.ge("system.accelerator.pmu", a.pmu)
@@ -658,8 +661,8 @@ def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
             s.add(
                 "system.network",
                 "parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-                "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order "
-                f"(MODEL.md §1.2). Got ({got}) instead.",
+                "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
+                f"Got ({got}) instead.",
             )
         fixed = [d.size for d in net if d.size > 0]
         if any(d.size < 0 for d in net):
@@ -685,8 +688,8 @@ def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
         if sy.hbd > 0 and par != (_TP, _PP, _DP):
             s.add(
                 "system.hbd",
-                "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp) "
-                f"(MODEL.md §3.8.2). Got {sy.hbd} instead.",
+                "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp). "
+                f"Got {sy.hbd} instead.",
             )
         return
     if sy.hbd > 0:
@@ -835,7 +838,7 @@ def _check_graph_execution(s: _Sink, g: Graph, e: Execution, *, order: bool) -> 
 
 
 def _check_llm_tiling(s: _Sink, g: Graph) -> None:
-    """Kernels whose sharding the LLM inter-chip pass chooses need a legal one (§2.3, §3.3)."""
+    """Kernels whose sharding the LLM inter-chip pass chooses need a legal one (docs/model.md)."""
     from dfsearch.kernels.graph import sharding_choices
 
     for i, k in enumerate(g.kernels):
@@ -846,8 +849,9 @@ def _check_llm_tiling(s: _Sink, g: Graph) -> None:
             s.add(
                 f"{kp}.tiling",
                 "must name a dimension for an LLM kernel whose sharding the inter-chip pass "
-                "chooses (MODEL.md §7 item 42); tile one (decode graphs tile 'n'), pin "
-                "'sharding', or set execution.skip_inter_chip_optimization. Got 'none' instead.",
+                "chooses (DFModel's pass needs a tiled dimension); tile one (decode graphs "
+                "tile 'n'), pin 'sharding', or set execution.skip_inter_chip_optimization. "
+                "Got 'none' instead.",
             )
             continue
         if any(getattr(k, d) < 1 for d in ("outer", "m", "k", "n")):
@@ -861,13 +865,13 @@ def _check_llm_tiling(s: _Sink, g: Graph) -> None:
                 f"{kp}:",
                 f"has no legal sharding: the inter-chip pass may only pick "
                 f"{quote_list(c.label for c in choices)}, which tiling {k.tiling.label!r} "
-                "forbids ('outer' and 'm' count as one dimension, MODEL.md §2.3, §3.3); tile "
+                "forbids ('outer' and 'm' count as one dimension); tile "
                 "another dimension or pin 'sharding'.",
             )
 
 
 _NO_CHOICE = (
     "has no legal sharding: every dimension of size > 1 is tiled and a gemm_weight kernel cannot "
-    "stay unsharded (MODEL.md §2.3); give it an untiled dimension > 1 or set "
+    "stay unsharded; give it an untiled dimension > 1 or set "
     "execution.skip_inter_chip_optimization."
 )

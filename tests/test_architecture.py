@@ -1,4 +1,4 @@
-"""Rules of the code base that a test can check (DESIGN.md §2, §5)."""
+"""Rules of the code base that a test can check (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -46,5 +46,5 @@ def test_one_definition_of_each_enum():
             defs.append((m.group(1) or m.group(2), path.name))
     names = [d[0] for d in defs]
     assert len(names) == len(set(names)), defs
-    allowed = {"codes.py", "graph.py"}  # graph.py: the private Layout of §2.3
+    allowed = {"codes.py", "graph.py"}  # graph.py: the private tensor Layout
     assert {p for _, p in defs} <= allowed, defs

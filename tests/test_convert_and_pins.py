@@ -34,7 +34,7 @@ def _random_dfmodel_inputs():
           suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate))
 @given(case=_random_dfmodel_inputs())
 def test_random_dfmodel_input_survives_convert(case, tmp_path_factory):
-    text, expected = case
+    text, _expected = case
     spec = load_dfmodel(text)
     base = tmp_path_factory.mktemp("convert")
     assert load_toml_spec(spec_to_toml(spec), file="c.toml", base_dir=base) == spec

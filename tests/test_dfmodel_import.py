@@ -1,10 +1,10 @@
 """The DFModel importer (dfsearch.io.dfmodel) and its protobuf-text reader (dfsearch.io.pbtxt).
 
 Expected values come from the DFModel inputs themselves (tests/data/dfmodel/<case>/setup*.txt,
-copied from /work/shared/cases), from what DFModel printed for them (log.txt: per-kernel FLOP
+copied from DFModel's result folders), from what DFModel printed for them (log.txt: per-kernel FLOP
 lines, "Per-Accelerator Throughput (GFLOPS)", "Workload FLOP", "Link BW"), from the inter-chip
-solution listed in the GPT-3 1.5B case's SOURCE.md, and from closed forms of MODEL.md written
-out below. Float fields are expected as IEEE float32 values (MODEL.md D7), computed here with
+solution DFModel logged for the GPT-3 1.5B case, and from closed forms of the generators written
+out below. Float fields are expected as IEEE float32 values (docs/model.md), computed here with
 numpy from the decimal text of the input.
 """
 
@@ -130,7 +130,7 @@ def test_kernel_count_matches_the_file(path):
 
 @pytest.mark.parametrize("case", [GPT3, FFT, DLRM], ids=lambda p: p.name)
 def test_kernels_match_dfmodels_flop_lines(case):
-    """DFModel prints `<SIMD|SYSTOLIC> name outer*M K N num_input FLOP` per kernel (§3.10)."""
+    """DFModel prints `<SIMD|SYSTOLIC> name outer*M K N num_input FLOP` per kernel."""
     lines = re.findall(
         r"^(SIMD|SYSTOLIC) (\S+) (\d+) (\d+) (\d+) (\d+) (\d+)$",
         (case / "log.txt").read_text(),
@@ -151,7 +151,7 @@ def test_kernels_match_dfmodels_flop_lines(case):
     ids=lambda v: v.name if isinstance(v, Path) else str(v),
 )
 def test_workload_flop_matches_the_log(case, layers, batch):
-    """Workload FLOP = graph FLOP x layers x global batch (§3.10); layers/batch from setup.txt."""
+    """Workload FLOP = graph FLOP x layers x global batch; layers/batch from setup.txt."""
     assert load(case).graph.flop * layers * batch == float(log_value(case, "Workload FLOP"))
 
 
@@ -166,7 +166,7 @@ def test_workload_flop_matches_the_log(case, layers, batch):
     ids=lambda v: v.name if isinstance(v, Path) else "",
 )
 def test_peak_uses_the_float32_frequency(case, label):
-    """DFModel's printed peak only comes out with freq read as float32 (D7)."""
+    """DFModel's printed peak only comes out with freq read as float32."""
     assert load(case).system.accelerator.peak_gflops == float(log_value(case, label))
 
 
@@ -227,7 +227,7 @@ def test_gpt3_1_5b_fields():
     assert (ffn1_wu.kind, ffn1_wu.phase, ffn1_wu.tiling) == (KernelKind.GEMM, Phase.BWD, Dim.K)
     assert ffn1_wu.communication is Collective.ALL_REDUCE_PERIODIC
     assert ffn1_wu.communication_bytes == 4 * 2048 * 2048 * 2  # 4h^2w, exact in float32
-    # the edges of MODEL.md §5.1, ids 1..53 in this order
+    # the edges of the LLM training layer, ids 1..53 in this order
     names = {k.id: k.name for k in g.kernels}
     assert list(g.connections) == [
         Connection(src=names[int(a)], dst=names[int(b)], id=i)
@@ -244,7 +244,7 @@ _LLM_EDGES = (
     "28->39, 2->39, 33->40, 2->40, 32->41, 2->41"
 )
 
-#: MODEL.md §7 item 9 / the case's SOURCE.md: sharding per kernel index 0..40.
+#: The sharding DFModel logged for this case, per kernel index 0..40.
 _LOGGED_SHARDING = (
     "0 NO,1 NO,2-8 OUTER,9 K,10-12 NO,13 M,14 M,15 K,16 M,17 M,18 NO,19 NO,20 M,21 M,22 K,"
     "23 NO,24 NO,25 M,26 OUTER,27 OUTER,28 K,29-34 OUTER,35-40 M"
@@ -278,8 +278,8 @@ def test_sharded_setup_carries_the_logged_sharding():
 def test_hpl_legacy_case():
     spec = load(HPL)
     e = spec.execution
-    assert e.equations is Equations.LEGACY  # `miscellany` (MODEL.md D1)
-    assert e.separate_rs_ag_for_ar is True  # D1(a)
+    assert e.equations is Equations.LEGACY  # `miscellany`
+    assert e.separate_rs_ag_for_ar is True  # legacy: all-reduce as RS + AG
     assert (e.style, e.num_config) == (ExecutionStyle.KERNEL_BY_KERNEL, 0)
     assert e.overlap is Overlap.PERFECT
     assert (e.word_bytes, e.compute_util) == (8, f32("0.9"))
@@ -293,7 +293,7 @@ def test_hpl_legacy_case():
     assert isinstance(spec.system.memory.dram_bytes, float)
     ks = spec.graph.kernels
     assert len(ks) == 64 and len(spec.graph.connections) == 63
-    # MODEL.md §5.4: iteration i has side = N - (i-1) B, bytes = side * B * word (as float32)
+    # HPL generator: iteration i has side = N - (i-1) B, bytes = side * B * word (as float32)
     for i, k in enumerate(ks, start=1):
         side = 65536 - (i - 1) * 1024
         assert (k.name, k.kind, k.type, k.phase) == (
@@ -319,7 +319,7 @@ def test_fft_case():
     s1, s2 = spec.graph.kernels
     assert s1.weight_bytes is None  # the generator gives no weight size
     assert s2.communication is Collective.ALL_TO_ALL
-    assert s2.communication_bytes == f32("4294957900000.0") == 4294957858816.0  # SOURCE.md
+    assert s2.communication_bytes == f32("4294957900000.0") == 4294957858816.0
     assert spec.cost.chip_price == 33000.0 and isinstance(spec.cost.chip_price, float)
     assert spec.cost.chip_power_W == 750.0 and isinstance(spec.cost.chip_power_W, float)
 
@@ -345,7 +345,7 @@ def test_readme_case_is_v1_with_the_doubled_all_reduce_option():
     spec = load(README)
     e = spec.execution
     # `perfect_overlap: true` is v1's form; separate_rs_ag_for_ar is a v2 option that acts on
-    # v1 equations (MODEL.md D1; the case's SOURCE.md: "README semantics = v1")
+    # v1 equations (the README describes v1)
     assert e.equations is Equations.V1
     assert e.separate_rs_ag_for_ar is True
     assert e.overlap is Overlap.PERFECT  # v1 `perfect_overlap: true`
@@ -358,7 +358,7 @@ def test_readme_case_is_v1_with_the_doubled_all_reduce_option():
 
 
 def test_readme_graph_flop_is_the_closed_form():
-    """MODEL.md §5.1: one layer, one sequence = 72 h^2 s + 12 h s^2 + 19 h s + 4 a s^2."""
+    """LLM training layer: one layer, one sequence = 72 h^2 s + 12 h s^2 + 19 h s + 4 a s^2."""
     h, s, a = 25600, 2048, 160
     closed = 72 * h * h * s + 12 * h * s * s + 19 * h * s + 4 * a * s * s
     assert closed == 97928934850560
@@ -390,7 +390,7 @@ def test_to_float32():
     assert math.isinf(to_float32(1e39))
 
 
-# =========================================================================== equations (D1)
+# =========================================================================== equations
 @pytest.mark.parametrize(
     ("extra", "where", "expected"),
     [
@@ -419,7 +419,7 @@ def test_equation_set_follows_the_fields_used(extra, where, expected):
     text = _minimal(execution_name="miscellany" if where == "miscellany" else "execution", **kw)
     spec = load_dfmodel(text)
     assert spec.execution.equations is expected
-    # legacy inputs imply the doubled all-reduce (D1(a)); nothing else does by itself
+    # legacy inputs imply the doubled all-reduce; nothing else does by itself
     assert spec.execution.separate_rs_ag_for_ar is (expected is Equations.LEGACY)
 
 
@@ -1101,7 +1101,7 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
         ctype = draw(st.sampled_from(list(ComputeType)))
         kdoc.add("type", ctype.dfmodel)
         kw["type"] = ctype
-        # an LLM weight GEMM needs a shardable dimension besides the tiled N (MODEL.md §2.3)
+        # an LLM weight GEMM needs a shardable dimension besides the tiled N
         low_m = 2 if workload_kind == "llm" and kind is KernelKind.GEMM_WEIGHT else 1
         dims = {"outer": draw(st.integers(1, 8)), "M": draw(st.integers(low_m, 64))}
         if kind.has_k:

@@ -14,24 +14,24 @@ import pytest
 
 pytest.importorskip("ortools")
 
-from dfsearch.cost import evaluate as ev  # noqa: E402
-from dfsearch.cost.lower import (  # noqa: E402
-    F_DRAM2_BW,
-    F_DRAM2_CAP,
+from dfsearch.cost import evaluate as ev
+from dfsearch.cost.lower import (  # with_sc() looks the F_* indices up in globals() by name
+    F_DRAM2_BW,  # noqa: F401
+    F_DRAM2_CAP,  # noqa: F401
     F_DRAM_ACT_MULT,
     F_DRAM_BW,
-    F_DRAM_CAP,
+    F_DRAM_CAP,  # noqa: F401
     F_DRAM_FIXED,
-    F_SRAM_CAP,
+    F_SRAM_CAP,  # noqa: F401
     Outer,
     lower,
 )
-from dfsearch.cost.model import Evaluator  # noqa: E402
-from dfsearch.errors import SolverUnavailableError  # noqa: E402
-from dfsearch.search.exact import ExactResult, solve_exact  # noqa: E402
-from dfsearch.search.sharding import solve_spec_sharding  # noqa: E402
+from dfsearch.cost.model import Evaluator
+from dfsearch.errors import SolverUnavailableError
+from dfsearch.search.exact import ExactResult, solve_exact
+from dfsearch.search.sharding import solve_spec_sharding
 
-from specs import random_spec  # noqa: E402
+from specs import random_spec
 
 #: CP-SAT work limit (deterministic seconds) of every solve here: reproducible
 DET = 20.0
@@ -105,7 +105,7 @@ def test_optimum_equals_brute_force(seed, n, c, cycle, sram, training):
 
 def sram_parts(problem, cfg) -> tuple[list[float], list[float]]:
     """Per configuration, the untiled SRAM bytes and the bytes a lone weight kernel tiles
-    (its weight and its spilled outputs, in both configurations; MODEL.md §3.5)."""
+    (its weight and its spilled outputs, in both configurations; docs/model.md)."""
     nc = problem.num_config
     rest, tiled = [0.0] * nc, [0.0] * nc
     count = Counter(cfg)
@@ -127,7 +127,7 @@ def sram_parts(problem, cfg) -> tuple[list[float], list[float]]:
 
 
 # (seed, kernels, configs, cycle model, SRAM bytes): the optimum holds a weight kernel alone
-# in its configuration, whose weight and spilled outputs are tiled away (§3.5)
+# in its configuration, whose weight and spilled outputs are tiled away
 LONE = [(2, 6, 3, False, 12416.0), (14, 7, 3, True, 9216.0), (29, 7, 4, False, 17408.0),
         (32, 7, 3, True, 2048.0)]  # fmt: skip
 
@@ -165,11 +165,11 @@ def test_a_tiled_footprint_needs_the_rest_strictly_below_the_capacity(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_sram_capacity_boundaries(seed):
     """Capacities exactly equal to a configuration's SRAM (<= fits, and < with a tiled
-    weight footprint, MODEL.md §3.5) give the brute-force optimum too."""
+    weight footprint) give the brute-force optimum too."""
     spec = random_spec(20 + seed, 7, num_config=3, cycle=seed % 2 == 1, sram=1e9, training=False)
     problem = lowered(spec)
     _, cfg = brute_force(problem)
-    st, table, _, _, _, _ = Evaluator(problem).full(cfg)
+    _st, table, _, _, _, _ = Evaluator(problem).full(cfg)
     caps = sorted({float(v) for v in table[:, ev.CFG_SRAM] if v > 0})
     for cap in caps[-2:]:
         p = with_sc(problem, F_SRAM_CAP=cap)
@@ -178,7 +178,7 @@ def test_sram_capacity_boundaries(seed):
 
 @pytest.mark.parametrize("seed", [30, 31, 48])
 def test_dram_capacity_and_second_tier(seed):
-    """A binding DRAM capacity (live activations, §3.5) and a slower second DRAM tier that
+    """A binding DRAM capacity (live activations) and a slower second DRAM tier that
     applies only when the total exceeds the first (v1)."""
     spec = random_spec(seed, 7, num_config=4, cycle=False, sram=1e9, training=False)
     problem = lowered(spec)
@@ -204,7 +204,7 @@ def test_few_cores_limit_the_kernels_of_a_configuration(cycle, cores):
     acc = dataclasses.replace(spec.system.accelerator, cores=cores)
     spec = dataclasses.replace(spec, system=dataclasses.replace(spec.system, accelerator=acc))
     problem = lowered(spec)
-    best, cfg = brute_force(problem)
+    _best, cfg = brute_force(problem)
     assert max(Counter(cfg).values()) <= cores
     assert_matches(problem, solve(problem))
 

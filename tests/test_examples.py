@@ -31,8 +31,7 @@ EXPECTED = {
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)
-# Executions per run: LLM layers x global batch (MODEL.md §5.1), DLRM global batch (§5.3),
-# HPL and FFT one (§3.1).
+# Executions per run: LLM layers x global batch, DLRM global batch, HPL and FFT one.
 FROM_DFMODEL = {
     "gpt3_1T_sn30": ("readme_gpt3_1T_sn30_1024chips_r_r_8x128", 128 * 3072, 3.85072240461978e19),
     "gpt3_1.5B_a100x4": ("gpt3_1.5B_seq1024_a100x4_ring_tp4", 24 * 8192, 6.588617271017472e16),
@@ -80,7 +79,7 @@ def test_example_workload_flop_matches_dfmodel_log(name: str) -> None:
 
 
 def _close(ours: object, theirs: object, where: str) -> None:
-    """Equal, except floats, which DFModel's importer rounds to float32 (MODEL.md D7)."""
+    """Equal, except floats, which DFModel's importer rounds to float32."""
     if dataclasses.is_dataclass(ours):
         assert type(ours) is type(theirs), where
         for f in dataclasses.fields(ours):
@@ -105,7 +104,7 @@ def test_example_is_the_dfmodel_case(name: str) -> None:
     assert ours.graph == theirs.graph  # generator output equals the graph in the setup.txt
     ex_ours, ex_theirs = ours.execution, theirs.execution
     if name == "gpt3_1T_sn30":
-        # The README case is v1 (MODEL.md §6) with the doubled all-reduce stated explicitly
+        # The README case is v1 with the doubled all-reduce stated explicitly
         assert ex_ours.equations is Equations.V1 and ex_ours.separate_rs_ag_for_ar
     for part in ("workload", "system", "cost"):
         _close(getattr(ours, part), getattr(theirs, part), part)
@@ -121,7 +120,7 @@ def test_builtin_example_keeps_the_doubled_all_reduce() -> None:
 def test_decode_example_tp_matches_network() -> None:
     spec = load_spec(EXAMPLES / "llm_decode.toml")
     tp = next(d.size for d in spec.system.network if d.parallelism.label == "tp")
-    # llm-decode divides streamed weights by tp (MODEL.md §5.2): Q streams h*h*word/tp bytes
+    # llm-decode divides streamed weights by tp: Q streams h*h*word/tp bytes
     q = next(k for k in spec.graph.kernels if k.name == "Q")
     w = spec.workload
     assert q.memory_bytes == w.hidden_dim * w.hidden_dim * spec.execution.word_bytes / tp

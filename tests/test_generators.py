@@ -1,8 +1,9 @@
-"""Workload generators (dfsearch.kernels.generators) against DFModel's own files and MODEL.md §5.
+"""Workload generators (dfsearch.kernels.generators) against DFModel's own files and closed forms.
 
 Expected values come from (a) DFModel inputs written by DFModel's generator scripts
-(tests/data/dfmodel/<case>/setup.txt, copied from /work/shared/cases) and the FLOP lines DFModel
-printed in the matching log.txt, and (b) the closed forms of MODEL.md §5, written out here.
+(tests/data/dfmodel/<case>/setup.txt, copied from DFModel's result folders) and the FLOP
+lines DFModel printed in the matching log.txt, and (b) the closed forms of each generator,
+written out here.
 
 tests/data/gen_llama3_8B_SN40L_decode_setup.txt is the dataflow_graph block of DFModel's
 LLM_Serving/DSE/TP1_PP16/llama3_8B_SN40L_decode/user_input/setup.txt (fengqian-ayce/DFModel at
@@ -156,7 +157,7 @@ def assert_same_graph(g: Graph, path: Path) -> None:
 
 
 def log_flop_lines(case: str) -> list[tuple[str, str, int, int, int, int, float]]:
-    """`<SIMD|SYSTOLIC> name M K N num_input FLOP` lines of DFModel's statistics (§3.10)."""
+    """`<SIMD|SYSTOLIC> name M K N num_input FLOP` lines of DFModel's statistics."""
     out = []
     for line in (CASES / case / "log.txt").read_text().splitlines():
         parts = line.split()
@@ -196,7 +197,7 @@ SMALL = {
 
 
 def llm_flop_closed_form(h: int, a: int, s: int) -> int:
-    """MODEL.md §5.1: systolic 72h²s + 12hs², SIMD 19hs + 4as² (one layer, one sequence)."""
+    """LLM training layer, one sequence: systolic 72h²s + 12hs², SIMD 19hs + 4as²."""
     return 72 * h * h * s + 12 * h * s * s + 19 * h * s + 4 * a * s * s
 
 
@@ -407,7 +408,7 @@ def test_decode_streams_weights_and_kv_cache():
         assert (x.outer, x.m, x.n) == (a, d, L)
         assert x.memory_bytes == w * h * sw / tp
         assert (x.input_bytes, x.output_bytes) == (h * w, h * L * w)
-        assert x.flop == 2 * a * d * L  # SYSTOLIC elementwise counts 2·M·N (§3.10)
+        assert x.flop == 2 * a * d * L  # SYSTOLIC elementwise counts 2·M·N
     assert (k["MHA_GEMM_1"].m, k["MHA_GEMM_1"].k, k["MHA_GEMM_1"].n) == (1, d, L)
     assert (k["MHA_GEMM_2"].m, k["MHA_GEMM_2"].k, k["MHA_GEMM_2"].n) == (d, L, 1)
     assert k["MHA_GEMM_1"].output_bytes == L * a * w
@@ -548,9 +549,9 @@ def test_inconsistent_values(name, params, path, fragment):
 
 
 def test_direct_calls_validate_too():
-    with pytest.raises(SpecError, match="graph.seq must be > 0"):
+    with pytest.raises(SpecError, match=r"graph.seq must be > 0"):
         llm_fwd(hidden=64, num_head=4, head_dim=16, seq=0, word=2)
-    with pytest.raises(SpecError, match="graph.iteration"):
+    with pytest.raises(SpecError, match=r"graph.iteration"):
         hpl(n=1024, b=512, iteration=3, word=8)
 
 

@@ -1,8 +1,9 @@
 """Golden tests: DFModel's own printed numbers on the real cases in tests/data/dfmodel/.
 
 Every expected number is copied from the case's log.txt (the line is quoted next to it) or
-derived in closed form in the test. Tolerances follow MODEL.md D10 (1e-6 relative for what
-needs no search; cost/power to float32 rounding) and D6 (solver-limited logs: one-sided).
+derived in closed form in the test. Tolerances (docs/model.md, "Units and
+numbers"): 1e-6 relative for what needs no search (cost/power to float32 rounding);
+solver-limited logs are checked one-sided.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def gpt15_eval():
     sharding = tuple(k.sharding for k in spec.graph.kernels)
     # num_config 2 with the FWD/BWD rule forces forward -> config 0, backward -> config 1
     config = tuple(0 if k.phase is Phase.FWD else 1 for k in spec.graph.kernels)
-    # "num_tile = 512 (tile_size 2)" (SOURCE.md: printed in the full log)
+    # "num_tile = 512 (tile_size 2)" (printed in DFModel's full log)
     d = Decision(shape=(4,), sharding=sharding, micro_batch_size=1, num_tile=512, config=config)
     return evaluate(spec, d)
 
@@ -67,7 +68,7 @@ def test_gpt15_per_config_times(gpt15_eval):
     assert rel(c1.memory_ns, 21578.412861736335) < 1e-6
     assert rel(c0.network_ns, 10485.76) < 1e-6  # "Network_Latency[0] 10485.759999999995"
     assert rel(c1.network_ns, 10485.76) < 1e-6
-    # closed form (SOURCE.md): 16384 B x 3/(4 x 600) x 512 tiles = 10485.76 ns
+    # closed form: 16384 B x 3/(4 x 600) x 512 tiles = 10485.76 ns
     assert rel(c0.network_ns, 16384 * 3 / (4 * 600) * 512) < 1e-9
 
 
@@ -114,7 +115,7 @@ def test_hpl_final_equals_dfmodel_best_bound(hpl_eval):
     ev = hpl_eval
     # "Best objective 6.304543074356e+07, best bound 6.304514447914e+07, gap 0.0005%":
     # our tight closed form equals DFModel's proven bound; its incumbent carries +286 ns of
-    # solver slack in config 18 (MODEL.md §6, D6).
+    # solver slack in config 18 (we use tight values).
     assert rel(ev.ns_per_batch, 6.304514447914e07) < 1e-11
     logged = 0.06304543074356042  # "final_s 0.06304543074356042"
     assert ev.final_s <= logged * (1 + 1e-3)
@@ -155,7 +156,7 @@ def test_fft_final_and_configs(fft_eval):
     assert rel(ev.utilization, 0.02519471172309386) < 1e-6
     assert rel(ev.configs[0].ii_ns, 17117872.74565294) < 1e-6  # compute bound (cycle model)
     assert rel(ev.configs[1].ii_ns, 1340863613.76) < 1e-6  # all-to-all on dimension 1
-    # closed forms (SOURCE.md): 150*1012*159 cycles at 1.41 GHz (float32 1.41);
+    # closed forms: 150*1012*159 cycles at 1.41 GHz (float32 1.41);
     # S*(1024*1023/2)/(12.5*128) with S = 4294957858816/1024^2 per chip
     import numpy as np
 
@@ -224,7 +225,7 @@ def test_readme_cost_power_flop_closed_form():
     ev = evaluate(spec, d)  # cost, power and FLOP do not depend on the mapping
     assert ev.price.system_cost == pytest.approx(17757184.0, rel=1e-7)  # "System Cost"
     assert ev.price.system_power == pytest.approx(511325.01135492325, rel=1e-7)
-    # MODEL.md §4: 1024*300*1 + 1024*16522.25023 + 2*(1024*50*2) + (2*128*50+2*8*50)*24
+    # cost model: 1024*300*1 + 1024*16522.25023 + 2*(1024*50*2) + (2*128*50+2*8*50)*24
     assert ev.price.system_cost == pytest.approx(
         1024 * 300 + 1024 * 16522.25023 + 2 * (1024 * 50 * 2) + (2 * 128 * 50 + 2 * 8 * 50) * 24,
         rel=1e-7,
@@ -234,10 +235,10 @@ def test_readme_cost_power_flop_closed_form():
 
 def test_readme_search_reproduces_dfmodel_utilisation():
     r = search(load(README))
-    # "System FLOPS Utilization 0.7748055154407518"; final_s derived in SOURCE.md
+    # "System FLOPS Utilization 0.7748055154407518"; final_s derived from it
     assert rel(r.evaluation.utilization, 0.7748055154407518) < 1e-6
     assert rel(r.evaluation.final_s, 78.99477102558197) < 1e-6
     assert r.search.optimal is True
-    # DFModel's optimum is not a set of contiguous blocks of the file order (DESIGN.md §4)
+    # DFModel's optimum is not a set of contiguous blocks of the file order (docs/design.md)
     cfg = r.evaluation.decision.config
     assert any(cfg[i] > cfg[i + 1] for i in range(len(cfg) - 1))

@@ -20,6 +20,7 @@ from dfsearch.search.assign import assign_configs
 from dfsearch.search.engine import search
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.spec import AUTO, NetworkDim, SearchSettings
+
 from specs import random_spec
 
 

@@ -317,7 +317,7 @@ def test_min_cycles_never_wraps_at_the_bound(a, b, z, budget):
 
     assert a * b * z <= MAX_KERNEL_WORK
     cyc, pl, ps = (int(v) for v in min_cycles(a, b, z, budget))
-    assert 1 <= pl and 1 <= ps and pl * ps <= budget
+    assert pl >= 1 and ps >= 1 and pl * ps <= budget
     assert cyc == -(-a // pl) * -(-b // ps) * z  # exact, in Python integers
     assert cyc >= -(-a * b * z // budget)  # no allocation beats the perfect split
 

@@ -1,11 +1,12 @@
 """Differential tests: the naive pure-Python twin (dfsearch.cost.reference) against the jitted
 evaluator (dfsearch.cost.model.evaluate) on random small specs and decisions.
 
-The twin is written from MODEL.md alone (explicit 0/1 matrices of §3.4, per-configuration
-sums over every kernel and edge, brute-force core allocation). Both must agree on the status
-(same first failing check), the violation, and, when feasible, every reported number.
+The twin is written from the equations alone (explicit 0/1 configuration matrices,
+per-configuration sums over every kernel and edge, brute-force core allocation). Both must
+agree on the status (same first failing check), the violation, and, when feasible, every
+reported number.
 
-Interpretation decisions shared by both (where MODEL.md leaves a choice):
+Interpretation decisions shared by both (where DFModel leaves a choice; docs/model.md):
 C = #kernels for kernel_by_kernel or num_config 0, else num_config, else (auto) max(config)+1;
 status order SHAPE, DIVISIBILITY, CONFIG (per kernel), ORDER, CONFIG (num_input mix), SRAM,
 DRAM, CORES; FFT's shard rule on every kernel; weight tiling only for a gemm_weight kernel
@@ -352,7 +353,7 @@ def pins(draw, kernels: list[Kernel], config: tuple[int, ...], num_config: int) 
     out = []
     for k, c in zip(kernels, config):
         roll = draw(st.integers(0, 19))
-        if roll < 3 and 0 <= c and (num_config <= 0 or c < num_config):
+        if roll < 3 and c >= 0 and (num_config <= 0 or c < num_config):
             out.append(replace(k, config=c))
         elif roll == 3 and num_config > 0:
             out.append(replace(k, config=draw(st.integers(0, num_config - 1))))
@@ -448,7 +449,7 @@ def llm_cases(draw) -> tuple[Spec, Decision]:
     spec = replace(spec, graph=replace(graph, kernels=pinned))
     pl, ps = draw(pars(spec, config))
     if ex.skip_inter_chip_optimization:
-        sharding = (Dim.NO,) * n  # what the inter-chip pass hands on when it is skipped (§2.2)
+        sharding = (Dim.NO,) * n  # what the inter-chip pass hands on when it is skipped
     decision = Decision(
         shape=draw(shapes(chips, ndim)),
         sharding=sharding,
@@ -706,7 +707,7 @@ def _decision(*, config: tuple[int, ...], sharding: tuple[Dim, ...], shape=(1,),
 
 
 def test_single_kernel_closed_form() -> None:
-    """One weight GEMM, M sharded over TP = 2, N tiled in T = 4, FLOP model (§3.3, §3.6, §3.9).
+    """One weight GEMM, M sharded over TP = 2, N tiled in T = 4, FLOP model.
 
     sM = 64/2 = 32, sK = 32, sN = 16/4 = 4; FLOP = 2*32*4*32 = 8192 per tile;
     G = 2*4*4*2 cores*1 GHz = 64 GFLOP/s, u = 0.5 => Tc = 4 * 8192 / 32 = 1024 ns;
@@ -732,7 +733,7 @@ def test_single_kernel_closed_form() -> None:
 
 
 def test_skip_edge_depth_and_one_config_closed_form() -> None:
-    """a -> b -> c plus the skip edge a -> c, all in one configuration (§2.1, §3.5, §3.6).
+    """a -> b -> c plus the skip edge a -> c, all in one configuration.
 
     Levels 0, 1, 2: depths 2, 2, 3. Per-tile buffers b = 8 * (8/2) * 2 = 64 B, b -> c zero_out;
     SRAM = 64*2 + 0*2 + 64*3 = 320 B; no spilled edge => Tm = 0, DRAM = 0.
@@ -757,7 +758,7 @@ def test_skip_edge_depth_and_one_config_closed_form() -> None:
 
 
 def test_zero_byte_edge_between_configs() -> None:
-    """A zero_out edge spilled between two configurations moves and stores nothing (§3.3 v2)."""
+    """A zero_out edge spilled between two configurations moves and stores nothing (v2)."""
     ks = [_simd("a"), _simd("b")]
     b = 8 * (8 // 2) * 2  # per-tile buffer bytes of the edge, T = 2 tiles of N
     for zero, b_e in ((True, 0.0), (False, float(b))):
@@ -772,7 +773,7 @@ def test_zero_byte_edge_between_configs() -> None:
 
 def test_weight_tiling_makes_sram_feasible() -> None:
     """A weight GEMM alone in its configuration divides its weight and out-edge footprints
-    by tf (§3.5); sharing the configuration, the same footprints do not fit.
+    by tf; sharing the configuration, the same footprints do not fit.
 
     weight 10*10*2 = 200 B, each out-edge b = 200 B (2b = 400 B spilled), cap 500 B.
     Alone: config 0 = 200 + 400 + 400, config 1 = 400 (a->b) + 400 (b->c, not divisible),

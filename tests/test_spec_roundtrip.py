@@ -105,7 +105,7 @@ def kernels(draw: st.DrawFn, name: str, llm: bool, num_config: int) -> Kernel:
         dram_extra_bytes=draw(sizes),
         id=draw(st.none() | st.integers(0, 2**40)),
     )
-    if llm and _legal_shardings(kern, llm) in ([], [None]):  # give the pass a choice (§2.3)
+    if llm and _legal_shardings(kern, llm) in ([], [None]):  # give the pass a choice
         kern = replace(kern, m=max(2, m), tiling=Dim.N)
     return replace(kern, sharding=draw(st.sampled_from(_legal_shardings(kern, llm))))
 

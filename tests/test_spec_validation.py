@@ -314,22 +314,22 @@ RULES = [
      f"{_A}.tiling cannot be 'k' for an elementwise kernel (it has no k dimension)."),
     ("tiling-sharding-same-dim", "llm", kern(1, sharding=Dim.N),
      f"{_B}: tiling 'n' and sharding 'n' name the same dimension ('outer' and 'm' count as one); "
-     "a tiled dimension cannot be sharded (MODEL.md §3.3)."),
+     "a tiled dimension cannot be sharded."),
     ("tiling-m-sharding-outer", "llm", kern(1, tiling=Dim.M, sharding=Dim.OUTER),
      f"{_B}: tiling 'm' and sharding 'outer' name the same dimension ('outer' and 'm' count as "
-     "one); a tiled dimension cannot be sharded (MODEL.md §3.3)."),
+     "one); a tiled dimension cannot be sharded."),
     ("sharding-outer-forced", "llm", kern(1, sharding=Dim.M),
-     f"{_B}.sharding must be one of 'outer' for this kernel (MODEL.md §2.3: no size-1 or tiled "
+     f"{_B}.sharding must be one of 'outer' for this kernel (no size-1 or tiled "
      "dimension, 'outer' whenever outer > 1, never 'none' with a weight). Got 'm' instead."),
     ("sharding-size-1-dim", "llm", kern(0, sharding=Dim.K),
-     f"{_A}.sharding must be one of 'm', 'none' for this kernel (MODEL.md §2.3: no size-1 or tiled "
+     f"{_A}.sharding must be one of 'm', 'none' for this kernel (no size-1 or tiled "
      "dimension, 'outer' whenever outer > 1, never 'none' with a weight). Got 'k' instead."),
     ("sharding-weight-not-none", "llm", kern(1, outer=1, m=64, sharding=Dim.NO),
-     f"{_B}.sharding must be one of 'm', 'k' for this kernel (MODEL.md §2.3: no size-1 or tiled "
+     f"{_B}.sharding must be one of 'm', 'k' for this kernel (no size-1 or tiled "
      "dimension, 'outer' whenever outer > 1, never 'none' with a weight). Got 'none' instead."),
     ("non-llm-not-sharded", "dlrm", kern(0, sharding=Dim.M),
      'graph.kernels[0] ("MLP_1").sharding must be \'none\' or omitted: a dlrm workload is never '
-     "sharded across chips (MODEL.md §2.2). Got 'm' instead."),
+     "sharded across chips. Got 'm' instead."),
     ("endpoint-did-you-mean", "llm", conns(("a", "b"), ("b", "cc")),
      "graph.connections[1].dst 'cc' is not a kernel name; did you mean 'c'?"),
     ("endpoint-unknown", "llm", conns(("zzz", "b")), "graph.connections[0].src 'zzz' is not a kernel name."),
@@ -339,11 +339,11 @@ RULES = [
      "graph has a cycle: b -> c -> d -> b. A dataflow graph must be acyclic."),
     ("llm-tiling-none", "llm", kern(0, tiling=Dim.NO),
      f"{_A}.tiling must name a dimension for an LLM kernel whose sharding the inter-chip pass "
-     "chooses (MODEL.md §7 item 42); tile one (decode graphs tile 'n'), pin 'sharding', or set "
-     "execution.skip_inter_chip_optimization. Got 'none' instead."),
+     "chooses (DFModel's pass needs a tiled dimension); tile one (decode graphs tile 'n'), pin "
+     "'sharding', or set execution.skip_inter_chip_optimization. Got 'none' instead."),
     ("llm-no-legal-sharding", "llm", kern(1, tiling=Dim.M),
      f"{_B}: has no legal sharding: the inter-chip pass may only pick 'outer', which tiling 'm' "
-     "forbids ('outer' and 'm' count as one dimension, MODEL.md §2.3, §3.3); tile another "
+     "forbids ('outer' and 'm' count as one dimension); tile another "
      "dimension or pin 'sharding'."),
     # ---- system
     ("num-chip-ge-1", "fft", system(num_chip=0), "system.num_chip must be >= 1. Got 0 instead."),
@@ -355,7 +355,7 @@ RULES = [
      "system.accelerator.sram_bytes must be >= 0. Got -1 instead."),
     ("pmu-unsupported", "llm", sub("accelerator", pmu=4),
      "system.accelerator.pmu must be 0: place-and-route mode (accelerator.pmu > 0) is not "
-     "supported (MODEL.md §3.11). Got 4 instead."),
+     "supported. Got 4 instead."),
     ("link-latency-ge-0", "llm", sub("accelerator", link_latency_ns=-1.5),
      "system.accelerator.link_latency_ns must be >= 0. Got -1.5 instead."),
     ("dram-bw-gt-0", "llm", sub("memory", dram_bw_GBps=0.0), "system.memory.dram_bw_GBps must be > 0. Got 0 instead."),
@@ -372,11 +372,11 @@ RULES = [
     ("network-size-ge-0", "llm", net(1, size=-2), "system.network[1].size must be >= 0. Got -2 instead."),
     ("llm-parallelism-tuple", "llm", chain(net(0, parallelism=Parallelism.PP), net(1, parallelism=Parallelism.TP)),
      "system.network parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-     "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order (MODEL.md §1.2). "
+     "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
      "Got (pp, tp) instead."),
     ("llm-parallelism-required", "llm", net(1, parallelism=Parallelism.NONE),
      "system.network parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-     "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order (MODEL.md §1.2). "
+     "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
      "Got (tp, none) instead."),
     ("llm-fixed-sizes-divide", "llm", chain(net(0, size=3), net(1, size=0)),
      "system.network fixed sizes must divide system.num_chip = 4. Got 3 instead."),
@@ -385,8 +385,8 @@ RULES = [
     ("llm-1d-size", "llm", chain(dims(("ring", 2, "tp")), part("cost", link_power_J_per_GB=())),
      "system.network[0].size must be 0 or system.num_chip = 4 for a 1-dimensional network. Got 2 instead."),
     ("hbd-needs-3d", "llm", system(hbd=2),
-     "system.hbd must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp) "
-     "(MODEL.md §3.8.2). Got 2 instead."),
+     "system.hbd must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp). "
+     "Got 2 instead."),
     ("hbd-ge-0", "llm", system(hbd=-1), "system.hbd must be >= 0. Got -1 instead."),
     ("hbd-non-llm", "fft", system(hbd=2),
      "system.hbd must be 0 for a fft workload (it only applies to LLMs on a (tp, pp, dp) network). Got 2 instead."),
@@ -439,8 +439,8 @@ RULES = [
      "workload.micro_batch_size must be >= 0. Got -1 instead."),
     ("tile-size-ge-0", "llm", part("workload", tile_size=-1), "workload.tile_size must be >= 0. Got -1 instead."),
     ("one-layer-in-graph", "llm", part("workload", num_layer_in_graph=2),
-     "workload.num_layer_in_graph must be 1: a graph holding several layers is not supported "
-     "(MODEL.md D3). Got 2 instead."),
+     "workload.num_layer_in_graph must be 1: a graph holding several layers is not supported. "
+     "Got 2 instead."),
     ("dlrm-fields-ge-1", "dlrm", part("workload", emb_dim=0), "workload.emb_dim must be >= 1. Got 0 instead."),
     ("hpl-fields-ge-1", "hpl", part("workload", b=0), "workload.b must be >= 1. Got 0 instead."),
     ("fft-fields-ge-1", "fft", part("workload", length=0), "workload.length must be >= 1. Got 0 instead."),
@@ -496,7 +496,7 @@ def test_cycle_and_unknown_endpoint_reported_together(bases: dict[str, Spec]) ->
 
 def test_dfmodel_vocabulary_names_kernels(bases: dict[str, Spec]) -> None:
     """Semantic messages name kernels by name as well as position (also for generated graphs)."""
-    # DLRM generator order (MODEL.md §5.3): MLP_1, MLP_2, then backward MLP_2_bwd, MLP_1_bwd, ...
+    # DLRM generator order: MLP_1, MLP_2, then backward MLP_2_bwd, MLP_1_bwd, ...
     msgs = [i.render() for i in validate_spec(kern(3, m=0)(bases["dlrm"]))]
     assert msgs == ['graph.kernels[3] ("MLP_1_bwd").m must be >= 1. Got 0 instead.']
 

@@ -1,1 +1,1 @@
-"""DFModel's performance, cost and power model (MODEL.md Part II §2.3-§4)."""
+"""DFModel's performance, cost and power model (docs/model.md)."""

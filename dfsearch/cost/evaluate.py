@@ -1,7 +1,7 @@
 """The jitted evaluator: one configuration assignment -> per-configuration times and totals.
 
-The single implementation of MODEL.md §3.4-§3.9 used by every search. It works on the flat
-arrays of ``dfsearch.cost.lower.Problem`` (argument order: ``Problem.args()``), returns an
+The single implementation of the model (docs/model.md) used by every search. It works on the
+flat arrays of ``dfsearch.cost.lower.Problem`` (argument order: ``Problem.args()``), returns an
 integer status (``codes.Status``) and writes its results into preallocated arrays; it never
 raises and never allocates inside batch loops. ``dfsearch.cost.reference`` is its naive twin.
 
@@ -83,7 +83,7 @@ def min_cycles(a, b, z, budget):
     """Fewest cycles of one kernel, ceil(a/PL) * ceil(b/PS) * z, with PL*PS <= budget.
 
     Returns (cycles, PL, PS). For a fixed m = ceil(a/PL) the smallest PL is best (it leaves
-    the most for PS), so only the O(sqrt(a)) breakpoints of m are visited (MODEL.md C.5).
+    the most for PS), so only the O(sqrt(a)) breakpoints of m are visited.
     """
     if a <= 0 or b <= 0 or z <= 0:
         return 0, 1, 1
@@ -135,7 +135,7 @@ def _min_cores(a, b, z, tau):
 @jit
 def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_ps):
     """Exact core allocation of one configuration: minimise the slowest kernel's cycles
-    subject to the sum of PL*PS <= budget (binary search on the cycle target, C.5).
+    subject to the sum of PL*PS <= budget (binary search on the cycle target).
     Kernels with explicit pl_in/ps_in keep them. Returns (max cycles, status, cores the
     configuration needs at the least: fixed cores + one per free kernel)."""
     floor = 0
@@ -241,7 +241,7 @@ def _eval_rows(
                 for j in range(NUM_CFG):
                     cfg[c, j] = 0.0
             act[nc] = 0.0
-            # ---- one pass over kernels: rules of the assignment (§3.4) and per-config sums
+            # ---- one pass over kernels: rules of the assignment and per-config sums
             for k in range(n):
                 c = config[k]
                 k_pl[k] = 1
@@ -287,7 +287,7 @@ def _eval_rows(
                         nunset[c] += 1
             if status != OK:
                 break
-            # weights: a weight kernel alone in its configuration may tile them (§3.5)
+            # weights: a weight kernel alone in its configuration may tile them (docs/model.md)
             for j in range(nw):
                 k = weights[j]
                 c = config[k]
@@ -372,7 +372,7 @@ def _eval_rows(
             else:
                 for c in range(nc):
                     cfg[c, CFG_SRAM] += div[c]
-            # ---- DRAM capacity (§3.5): weights x layers per stage + the widest live activations
+            # ---- DRAM capacity: weights x layers per stage + the widest live activations
             per_tiles = si[I_PER_CONFIG_TILES] == 1
             t_all = float(si[I_T])
             peak = 0.0
@@ -401,7 +401,7 @@ def _eval_rows(
                 status = DRAM
                 break
             res[RES_DRAM_BW] = bw
-            # ---- compute (§3.6)
+            # ---- compute
             freq = sc[F_FREQ]
             cores = si[I_CORES]
             if si[I_CYCLE_MODEL] == 1:
@@ -436,7 +436,7 @@ def _eval_rows(
                     cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cfg[c, CFG_COMPUTE]
             if status != OK:
                 break
-            # ---- memory, network, II (§3.7-§3.9)
+            # ---- memory, network, II
             all_ii = 0.0
             overlap = si[I_OVERLAP]
             lat = sc[F_AR_LATENCY]
@@ -616,7 +616,7 @@ def set_cost(
 ):  # fmt: skip
     """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
     configurations (3: an earlier weight kernel alone in its configuration, whose output
-    buffers are weight-tiled), 0 for later ones (the DP over order ideals, DESIGN.md §4).
+    buffers are weight-tiled), 0 for later ones (the DP over order ideals, docs/design.md).
 
     The same equations as ``_eval`` restricted to one configuration: set-local except the
     SRAM read-side footprint of buffers produced by a lone weight kernel of another
@@ -682,9 +682,7 @@ def set_cost(
         elif s_in or d_in:
             memb += e_b[e]
             fp = 2.0 * e_sram_b[e]
-            if s_in and lone_w >= 0:
-                div += fp
-            elif d_in and where[s] == 3:
+            if (s_in and lone_w >= 0) or (d_in and where[s] == 3):
                 div += fp
             elif d_in and k_isw[s] == 1 and relax == 1:
                 pass

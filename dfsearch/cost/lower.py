@@ -4,8 +4,8 @@ This is the only code that knows both worlds: it reads ``Spec`` objects and writ
 the jitted evaluator (``dfsearch.cost.evaluate``) and its pure-Python twin
 (``dfsearch.cost.reference``) consume. Every equation that depends only on the outer choices
 (shape, sharding, micro-batch size, tile count, number of configurations) is evaluated here,
-once: shard dimensions (MODEL.md §3.3), buffer and weight bytes, FLOP, collective ratios and
-bytes (§3.8), the pipeline factor and batch multiplier (§3.9), DRAM constants (§3.5).
+once: shard dimensions, buffer and weight bytes, FLOP, collective ratios and bytes, the
+pipeline factor and batch multiplier, DRAM constants.
 The per-configuration sums, maxima, capacities and core allocation depend on the
 configuration assignment and are the evaluator's job.
 """
@@ -156,7 +156,7 @@ class Problem:
 
 # --------------------------------------------------------------------------- helpers
 def effective_num_config(spec: Spec, requested: int | None = None) -> int:
-    """C: ``num_config`` (or ``requested`` when it is AUTO), 0 => one per kernel (§3.4)."""
+    """C: ``num_config`` (or ``requested`` when it is AUTO), 0 => one per kernel."""
     n = len(spec.graph.kernels)
     c = spec.execution.num_config
     if c == AUTO:
@@ -167,12 +167,12 @@ def effective_num_config(spec: Spec, requested: int | None = None) -> int:
 
 
 def forced_config(spec: Spec, num_config: int) -> bool:
-    """True when configuration k must hold kernel k (KBK, or C = #kernels; §3.4, §7 item 36)."""
+    """True when configuration k must hold kernel k (KBK, or C = #kernels; docs/model.md)."""
     return num_config == len(spec.graph.kernels)
 
 
 def fwd_bwd_bounds(num_config: int) -> tuple[int, int]:
-    """(f, b): FWD kernels in configurations <= f, BWD kernels in >= b (§3.4, §7 item 37)."""
+    """(f, b): FWD kernels in configurations <= f, BWD kernels in >= b (FWD/BWD rule)."""
     if num_config % 2 == 0:
         return num_config // 2 - 1, num_config // 2
     return num_config // 2, num_config // 2
@@ -185,7 +185,7 @@ def _ceil_div(a: int, b: int) -> int:
 def shard_dims(
     spec: Spec, k_index: int, choice: Dim, tp: int, t: int, grid: tuple[int, int]
 ) -> tuple[int, int, int]:
-    """(sM, sK, sN): per-chip, per-tile dimensions of one kernel (MODEL.md §3.3)."""
+    """(sM, sK, sN): per-chip, per-tile dimensions of one kernel."""
     k = spec.graph.kernels[k_index]
     rows, kk, nn = k.rows, (k.k if k.kind.has_k else 1), k.n
     kind = spec.workload.kind
@@ -252,7 +252,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     skip_ic = ex.skip_inter_chip_optimization
     sharding = outer.sharding if (is_llm and not skip_ic) else tuple(Dim.NO for _ in kernels)
 
-    # --- batch structure (§3.2, §3.9)
+    # --- batch structure
     if is_llm:
         gb, mbs, dp, pp = wl.global_batch_size, outer.micro_batch_size, grp.dp, grp.pp
         layers = wl.num_layer
@@ -322,7 +322,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         for c, s in zip(g.connections, e_src)
     ]
     # SRAM footprint of edges produced by a weight kernel: DFModel indexes the edge arrays
-    # with the weight's index (§7 item 29). Fixed by default (D3); replicated on request.
+    # with the weight's index. Fixed by default; replicated on request (docs/model.md).
     e_sram_b, e_sram_depth = list(e_b), list(st.depths)
     if ex.replicate_sram_index_bug:
         widx = {}
@@ -333,7 +333,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
             if s in widx and widx[s] < len(e_b):
                 e_sram_b[e], e_sram_depth[e] = e_b[widx[s]], st.depths[widx[s]]
 
-    # --- network (§3.8)
+    # --- network
     k_net_t, k_net_1 = [0.0] * n, [0.0] * n
     k_chan = np.zeros((n, 3))
     k_ar = [0] * n
@@ -397,11 +397,11 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
                 if k.communication is Collective.BROADCAST and x > 1:
                     k_chan[i, 1] = k.communication_bytes / x / bws[1]
                 if k.communication2 is Collective.POINT_TO_POINT and y > 1:
-                    # DFModel reads communication_size here, not communication_size_2 (§7 18)
+                    # DFModel reads communication_size here, not communication_size_2
                     k_chan[i, 0] = k.communication_bytes / y / bws[0]
     k_chan.setflags(write=False)
 
-    # --- memory (§3.5)
+    # --- memory
     ext = sum(k.dram_extra_bytes for k in kernels)
     if is_llm:
         dram_fixed = lps * weight_total + lps * ext
@@ -420,7 +420,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     dram_cap = mem.dram_bytes if mem.dram_bytes > 0 else math.inf
     tiered = (not v2) and mem.second_dram_bytes > 0
 
-    # --- configurations (§3.4)
+    # --- configurations
     c = outer.num_config
     fixed = forced_config(spec, c)
     fb_rule = (

@@ -41,7 +41,7 @@ class ConfigTimes:
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """Everything the model says about one decision (MODEL.md §3.9-§3.10, §4)."""
+    """Everything the model says about one decision: times, statistics, cost and power."""
 
     decision: Decision
     status: Status
@@ -78,7 +78,7 @@ class Evaluation:
 
     @property
     def utilization(self) -> float:
-        """System FLOPS utilisation (MODEL.md §3.10 item 4)."""
+        """System FLOPS utilisation, as DFModel prints it."""
         if not self.feasible or self.final_ns <= 0:
             return 0.0
         return self.workload_flop / self.final_s / self.num_chip / self.peak_gflops / 1e9

@@ -1,4 +1,4 @@
-"""Network terms that depend only on the network shape (MODEL.md §3.2, §3.8).
+"""Network terms that depend only on the network shape.
 
 Collective ratios (ns per byte) for the TP/PP/DP groups of LLM runs, the bisection factors of
 DLRM/FFT all-to-alls, the HPL process grid. Plain Python, evaluated once per shape at
@@ -49,14 +49,14 @@ def groups(system: System, shape: tuple[int, ...]) -> Groups:
 
 @dataclass(frozen=True, slots=True)
 class LLMRatios:
-    """ns per byte of each collective (MODEL.md §3.8.1 table), 0 where the group is absent."""
+    """ns per byte of each collective, 0 where the group is absent."""
 
     all_reduce: float
     all_to_all: float
     all_gather: float
     all_reduce_periodic: float
     p2p: float
-    #: v2 link latency added per all-reduce in a configuration (ns), MODEL.md §7 item 21
+    #: v2 link latency added per all-reduce in a configuration (ns)
     ar_latency: float
 
 
@@ -81,7 +81,7 @@ def llm_ratios(
     separate_rs_ag_for_ar: bool,
     quirks: Quirks,
 ) -> LLMRatios:
-    """Collective ratios for an LLM run (MODEL.md §3.8.1, §3.8.2 HBD, §7 items 12, 20, 21)."""
+    """Collective ratios for an LLM run, flat or hierarchical (HBD); quirks in docs/model.md."""
     g = groups(system, shape)
     net = system.network
     double_ar = separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
@@ -124,7 +124,7 @@ def a2a_factors(
     system: System, shape: tuple[int, ...], chips_per_copy: int, equations: Equations
 ) -> tuple[float, ...]:
     """ns per per-chip all-to-all byte on each dimension, msg_j / (link_bw_j * bwf_j),
-    for DLRM and FFT (MODEL.md §3.8.6; legacy message factors per D1 (c))."""
+    for DLRM and FFT (legacy message factors: docs/model.md, Equation sets)."""
     n = chips_per_copy
     dims = tuple(d.topology for d in system.network)
     bws = tuple(d.link_bw_GBps for d in system.network)
@@ -138,7 +138,7 @@ def a2a_factors(
 
     variant = system.variant
     # per dimension: (message count, links across the bisection); "N" marks the outermost
-    # all-pairs factor N(N-1)/2, which the legacy equations replace (D1 (c))
+    # all-pairs factor N(N-1)/2, which the legacy equations replace
     inner_x = x * (x - 1) / 2.0
     inner_xy = x * y * (x * y - 1) / 2.0
     table: dict[str, list[tuple[float | str, float]]] = {
@@ -169,7 +169,7 @@ def a2a_factors(
 
 
 def hpl_grid(shape: tuple[int, ...]) -> tuple[int, int]:
-    """HPL process grid X x Y (MODEL.md §3.2): 1D (1, s0); 2D (s0, s1); 3D (s0*s1, s2)."""
+    """HPL process grid X x Y: 1D (1, s0); 2D (s0, s1); 3D (s0*s1, s2)."""
     if len(shape) == 1:
         return 1, shape[0]
     if len(shape) == 2:

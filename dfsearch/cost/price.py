@@ -1,4 +1,4 @@
-"""System cost and static power (MODEL.md §4). Depends only on the shape and the DRAM
+"""System cost and static power. Depends only on the shape and the DRAM
 bandwidth in effect, never on the rest of the mapping.
 """
 
@@ -29,7 +29,7 @@ class Price:
 def link_switch_counts(
     variant: str, shape: tuple[int, ...], chips_per_copy: int, num_chip: int, quirks: Quirks
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-dimension link counts nL and switch port counts nS (MODEL.md §4 table)."""
+    """Per-dimension link counts nL and switch port counts nS."""
     nc = chips_per_copy
     x = shape[0]
     y = shape[1] if len(shape) > 1 else 1
@@ -53,7 +53,7 @@ def link_switch_counts(
 
 
 def price(spec: Spec, shape: tuple[int, ...], dram_bw: float, quirks: Quirks = Quirks()) -> Price:
-    """System cost ($) and static power (W) for a network shape (MODEL.md §4)."""
+    """System cost ($) and static power (W) for a network shape."""
     sysm, c = spec.system, spec.cost
     n = sysm.num_chip
     copies = spec.num_copy

@@ -1,7 +1,8 @@
-"""DFModel's number-changing quirks as named switches (MODEL.md D2, D3).
+"""DFModel's number-changing quirks as named switches.
 
-The default ``Quirks()`` reproduces DFModel. Each field names the item of MODEL.md §7 it
-controls; ``Quirks.textbook()`` flips the ones that have a corrected alternative, together.
+The default ``Quirks()`` reproduces DFModel. Each field is one of the quirks listed in
+docs/model.md ("Quirks we replicate by default"); ``Quirks.textbook()`` flips the ones that
+have a corrected alternative, together.
 Lowering (``dfsearch.cost.lower``) is the only reader: the jitted evaluator sees plain numbers.
 """
 
@@ -14,27 +15,27 @@ __all__ = ["Quirks"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Quirks:
-    #: §7 item 12: TP all-reduce at (p-1)/(p*beta), half the ring reduce-scatter+all-gather
+    #: TP all-reduce at (p-1)/(p*beta), half the ring reduce-scatter+all-gather
     #: volume. False charges the textbook 2(p-1)/(p*beta) (= ``separate_rs_ag_for_ar``).
     half_volume_all_reduce: bool = True
-    #: §7 item 15: DLRM gradient all-reduce bytes are added as nanoseconds. False divides
+    #: DLRM gradient all-reduce bytes are added as nanoseconds. False divides
     #: them by the DP dimension's bandwidth with the all-reduce ratio.
     dlrm_arp_bytes_as_ns: bool = True
-    #: §7 item 33: pipeline bubble (PP-1)/(nmb * max(lps-1, 1)). False: (PP-1)/nmb.
+    #: Pipeline bubble (PP-1)/(nmb * max(lps-1, 1)). False: (PP-1)/nmb.
     bubble_over_layers_per_stage: bool = True
-    #: §7 item 23: SIMD kernels run at the systolic peak in the FLOP model. False: at
+    #: SIMD kernels run at the systolic peak in the FLOP model. False: at
     #: peak / systolic_height (one vector lane per systolic column).
     simd_at_systolic_peak: bool = True
-    #: §7 item 46: switch cost/power zeroed for <= 4 chips per copy, links for 1 chip.
+    #: Switch cost/power zeroed for <= 4 chips per copy, links for 1 chip.
     cost_thresholds: bool = True
-    #: §7 item 44: a 1D ring is charged 2 switch ports regardless of its size.
+    #: A 1D ring is charged 2 switch ports regardless of its size.
     ring_two_switch_ports: bool = True
-    #: §7 item 45: r_sw and sw_sw count dimension-0 links (and sw_sw ports) with the total
+    #: r_sw and sw_sw count dimension-0 links (and sw_sw ports) with the total
     #: chip count instead of chips per copy.
     total_chips_for_dim0: bool = True
-    #: §7 item 17: MODEL.md's FFT shard rule (sN = ceil(N / chips per copy)) is applied to
+    #: FFT shard rule: sN = ceil(N / chips per copy) is applied to
     #: every kernel; DFModel applies it to kernels 0 and 1 only and leaves others at 0.
-    #: (Not a replicated quirk: DFModel's behaviour makes other kernels free. Documented.)
+    #: (Not a replicated quirk: DFModel's behaviour makes other kernels free; see docs/model.md.)
 
     @classmethod
     def textbook(cls) -> Quirks:

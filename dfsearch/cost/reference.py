@@ -1,19 +1,19 @@
 """A deliberately naive, pure-Python twin of the evaluator, used only by tests.
 
-Written straight from MODEL.md (§2.3, §3, §4, §7, Appendix A) and the team's interpretation
-decisions (docs/model.md; listed in ``tests/test_reference_differential.py``), independently
-of the lowering and the jitted code. Everything is spelled out: the 0/1 matrices A, B, D, E,
-F, H of MODEL.md §3.4 are built as lists of lists and every per-configuration quantity is a
+Written straight from DFModel's equations and our interpretation decisions (docs/model.md;
+listed in ``tests/test_reference_differential.py``), independently of the lowering and the
+jitted code. Everything is spelled out: the 0/1 matrices A, B, D, E, F, H that relate kernels
+and edges to configurations are built as lists of lists and every per-configuration quantity is a
 plain sum over all kernels or all edges weighted by those matrices. Speed is irrelevant here;
 obviousness is the point. The differential tests compare this twin with
 ``dfsearch.cost.model.evaluate``.
 
-The optimal core allocation of the cycle model (MODEL.md §3.6) is found by exhaustive
+The optimal core allocation of the cycle model is found by exhaustive
 enumeration of every (Par_lane, Par_stage) pair of every kernel, which is only practical for
 the tiny core counts the tests use. A kernel's pair is fixed by the decision only when both
 ``par_lane`` and ``par_stage`` give it a value > 0.
 
-Weight tiling (MODEL.md §3.5, docs/model.md): a weight kernel alone in its configuration
+Weight tiling (docs/model.md): a weight kernel alone in its configuration
 divides its weight and its out-edges' spilled footprints by tf; each non-zero divisible
 footprint of an overfull configuration gets an equal share of the slack, tf >= 2; v2 rounds
 tf up to a divisor of the weight bytes (any tf divides 0 bytes); when no divisor is large
@@ -114,16 +114,16 @@ def _fail(status: Status, violation: float, **extra: object) -> RefResult:
     )
 
 
-# --------------------------------------------------------------------------- ratios (§3.8)
+# --------------------------------------------------------------------------- ratios
 def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
-    """ALL_REDUCE / ALL_GATHER / ALL_REDUCE_PERIODIC ratio, ns per byte (§3.8.1 table)."""
+    """ALL_REDUCE / ALL_GATHER / ALL_REDUCE_PERIODIC ratio, ns per byte."""
     if topo is Topology.RING or topo is Topology.SWITCH:
         return (p - 1) / (p * bw)
     return 1 / (p * bw)
 
 
 def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
-    """LLM ALL_TO_ALL ratio, ns per byte (§3.8.1 table)."""
+    """LLM ALL_TO_ALL ratio, ns per byte."""
     if topo is Topology.RING:
         return p * p / (8 * bw)
     if topo is Topology.SWITCH:
@@ -134,7 +134,7 @@ def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
 def _bisection_table(
     variant: str, shape: tuple[int, ...], n: int, equations: Equations
 ) -> tuple[list[float], list[float]]:
-    """(msg_j, bwf_j) per dimension for DLRM/FFT all-to-alls (§3.8.6, D1 (c) for legacy)."""
+    """(msg_j, bwf_j) per dimension for DLRM/FFT all-to-alls (legacy factors: docs/model.md)."""
     x = shape[0]
     y = shape[1] if len(shape) > 1 else 1
     z = shape[2] if len(shape) > 2 else 1
@@ -189,7 +189,7 @@ def _cycles(
     effective: int,
     mult: int,
 ) -> int:
-    """Cycles of one kernel on PL x PS cores (§3.6 cycle model), times the streaming factor."""
+    """Cycles of one kernel on PL x PS cores (cycle model), times the streaming factor."""
     if kind_type is ComputeType.SIMD:
         return _ceil_div(sm, pl * w) * sn * mult
     if effective > 0:
@@ -222,7 +222,7 @@ def _best_allocation(options: list[list[tuple[int, int, int]]], cores: int) -> i
 
 # --------------------------------------------------------------------------- evaluation
 def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> RefResult:
-    """Evaluate one decision with MODEL.md's equations, naively.
+    """Evaluate one decision with DFModel's equations, naively.
 
     Parameters
     ----------
@@ -232,7 +232,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         Shape, sharding, micro-batch size, tile count, configuration of every kernel and
         optional fixed core allocation.
     quirks : Quirks
-        DFModel quirk switches (MODEL.md D2).
+        DFModel quirk switches (docs/model.md).
 
     Returns
     -------
@@ -266,7 +266,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     if dlrm and not quirks.dlrm_arp_bytes_as_ns:
         raise NotImplementedError("DLRM with dlrm_arp_bytes_as_ns off is not modelled by the twin")
 
-    # ---------------------------------------------------------------- degrees (§3.2)
+    # ---------------------------------------------------------------- degrees
     num_copy = spec.num_copy
     chips = system.num_chip // num_copy
     tp = pp = dp = 1
@@ -327,7 +327,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         p2p_ns=p2p,
     )
 
-    # ---------------------------------------------------------------- configurations (§3.4)
+    # ---------------------------------------------------------------- configurations
     cfg = [int(c) for c in decision.config]
     if ex.style is ExecutionStyle.KERNEL_BY_KERNEL or ex.num_config == 0:
         nconf = nk
@@ -367,7 +367,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     C = range(nconf)
     K = range(nk)
     Es = range(ne)
-    # the matrices of §3.4, explicitly
+    # the configuration matrices, explicitly
     A = [[1 if cfg[k] == c else 0 for c in C] for k in K]
     B = [[1 if cfg[src[e]] == c and cfg[dst[e]] == c else 0 for c in C] for e in Es]
     D = [[1 if (cfg[src[e]] == c) != (cfg[dst[e]] == c) else 0 for c in C] for e in Es]
@@ -379,7 +379,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     weights = [k for k in K if kernels[k].kind is KernelKind.GEMM_WEIGHT]  # w -> kernel index
     F = [[1 if cfg[k] == c else 0 for c in C] for k in weights]
 
-    # tiles per configuration (Appendix A): V2 uses 1 where a kernel sets num_input
+    # tiles per configuration: V2 uses 1 where a kernel sets num_input
     T = decision.num_tile if llm else 1
     tiles = []
     for c in C:
@@ -388,7 +388,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         else:
             tiles.append(T)
 
-    # ---------------------------------------------------------------- shard dims (§3.3)
+    # ---------------------------------------------------------------- shard dims
     if llm and not ex.skip_inter_chip_optimization:
         sharding = [Dim(s) for s in decision.sharding]
     else:
@@ -440,7 +440,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     ]
     depth = list(gs.depths)
 
-    # ---------------------------------------------------------------- SRAM (§3.5, §7 item 29)
+    # ---------------------------------------------------------------- SRAM
     sram_checked = llm or (dlrm and not v2)
     cap = system.accelerator.sram_bytes
     sram_unlimited = v2 and cap == 0
@@ -504,7 +504,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         return _fail(Status.SRAM, max(sram[c] - cap for c in C), **extra)
     extra["weight_tiling"] = tuple(tf)
 
-    # ---------------------------------------------------------------- DRAM (§3.5)
+    # ---------------------------------------------------------------- DRAM
     mem = system.memory
     alive = [tiles[c] * sum(b[e] * E[e][c] for e in Es) for c in C]
     dram_extra = sum(kern.dram_extra_bytes for kern in kernels)  # every equation set
@@ -530,7 +530,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     else:
         return _fail(Status.DRAM, total - cap1, **extra)
 
-    # ---------------------------------------------------------------- compute (§3.6)
+    # ---------------------------------------------------------------- compute
     acc = system.accelerator
     cores, W, Hh, freq = acc.cores, acc.systolic_width, acc.systolic_height, acc.freq_GHz
     u = ex.compute_util
@@ -594,7 +594,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
             max_cycles[c] = best
             compute[c] = tiles[c] * best / freq
 
-    # ---------------------------------------------------------------- memory (§3.7)
+    # ---------------------------------------------------------------- memory
     memory = [
         (
             tiles[c] * sum(b[e] * D[e][c] for e in Es)
@@ -604,7 +604,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         for c in C
     ]
 
-    # ---------------------------------------------------------------- network (§3.8)
+    # ---------------------------------------------------------------- network
     network = [0.0] * nconf
     net = system.network
     if llm:
@@ -719,7 +719,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                 sum(bc[k] * A[k][c] for k in K) / net[1].link_bw_GBps,
             )
 
-    # ---------------------------------------------------------------- II and totals (§3.9)
+    # ---------------------------------------------------------------- II and totals
     ii = []
     for c in C:
         tc, tm, tn = compute[c], memory[c], network[c]

@@ -1,21 +1,21 @@
 """Import DFModel inputs (``setup.txt``, protobuf text format of message ``DSE``) as a Spec.
 
-DFModel's schema (MODEL.md Part II §1; the union of its v1, v2 and legacy versions) is
-written down once below, so the importer knows for every field whether it is an ``int64``,
-a ``float``, a ``bool``, a ``string``, an enum or a message. That is what decides how a
-number is read: every protobuf ``float`` is rounded to float32 and widened to a Python float
-(MODEL.md D7; ``freq: 1.41`` becomes 1.409999966621399), every ``int64`` stays an exact int,
-whatever the text looks like (``accelerator_price: 33000`` is a float field,
-``length: 1073740000000`` an int64 one).
+DFModel's schema (the union of its v1, v2 and legacy versions) is written down once below, so
+the importer knows for every field whether it is an ``int64``, a ``float``, a ``bool``, a
+``string``, an enum or a message. That is what decides how a number is read: every protobuf
+``float`` is rounded to float32 and widened to a Python float, as DFModel reads it
+(``freq: 1.41`` becomes 1.409999966621399; docs/model.md, "Units and numbers"), every
+``int64`` stays an exact int, whatever the text looks like (``accelerator_price: 33000`` is a
+float field, ``length: 1073740000000`` an int64 one).
 
-Which equations (MODEL.md D1): an input with ``miscellany`` instead of ``execution`` is a
-legacy input (:attr:`Equations.LEGACY`, with ``separate_rs_ag_for_ar`` on unless the file
-says otherwise). Otherwise the form of the overlap field decides, as it is what defines the two
-versions (MODEL.md §0): ``perfect_overlap`` (v1's bool) gives :attr:`Equations.V1`,
+Which equations (docs/model.md, "Equation sets"): an input with ``miscellany`` instead of
+``execution`` is a legacy input (:attr:`Equations.LEGACY`, with ``separate_rs_ag_for_ar`` on
+unless the file says otherwise). Otherwise the form of the overlap field decides, as it is
+what defines the two versions: ``perfect_overlap`` (v1's bool) gives :attr:`Equations.V1`,
 ``overlap`` (v2's enum) :attr:`Equations.V2`. Without either, any v2-only structural field
 (:data:`V2_STRUCTURAL`) gives V2. The v2 *option* fields (``separate_rs_ag_for_ar``,
 ``link_latency``, ``zero_out``, ``sram_extra``, ``dram_extra``) act wherever they are used,
-also on v1 equations (D1: "turned on exactly when the input file uses the v2 field").
+also on v1 equations: a v2 feature is on exactly when the input file uses its field.
 
 Decisions where protobuf's "absent means zero" matters:
 
@@ -356,7 +356,7 @@ _SCHEMA: dict[str, dict[str, _F]] = {
     "Gurobi": {"thread": _INT, "gap": _FLOAT, "time": _INT},
 }
 
-#: Fields only DFModel v2 has; using any of them selects the v2 equations (MODEL.md D1).
+#: Fields only DFModel v2 has; using any of them selects the v2 equations.
 V2_FIELDS: tuple[str, ...] = tuple(
     sorted(
         {f"{msg}.{name}" for msg, fields in _SCHEMA.items() for name, f in fields.items()
@@ -957,7 +957,7 @@ class _Builder:
             overlap = Overlap.PERFECT
         separate = node.get("separate_rs_ag_for_ar")
         if separate is None:
-            separate = equations is Equations.LEGACY  # MODEL.md D1(a)
+            separate = equations is Equations.LEGACY  # legacy: all-reduce as RS + AG
         kw = dict(
             style=style,
             num_config=self.integer(node, "num_config", low=0),
@@ -1103,7 +1103,7 @@ def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
     -------
     Spec
         Graph, system, cost, execution (with the DFModel equation set that the file implies,
-        MODEL.md D1) and workload; default search settings.
+        see docs/model.md) and workload; default search settings.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""Workload generators: the dataflow graphs DFModel's generator scripts write (MODEL.md §5).
+"""Workload generators: the dataflow graphs DFModel's generator scripts write.
 
 Each generator returns a :class:`~dfsearch.spec.Graph` identical, kernel by kernel, to the graph
 DFModel's importer would read from the corresponding script's output: same names, ids 1..n,
@@ -215,7 +215,7 @@ _SYS, _SIMD = ComputeType.SYSTOLIC, ComputeType.SIMD
 _GW, _GII = KernelKind.GEMM_WEIGHT, KernelKind.GEMM
 _EW1, _EW2 = KernelKind.ELEMENTWISE, KernelKind.ELEMENTWISE2
 
-#: Edges of the LLM training layer (MODEL.md §5.1), as (startIdx, endIdx); the first 21 are
+#: Edges of the LLM training layer, as (startIdx, endIdx); the first 21 are
 #: the forward half (``generate_LLM_fwd.py``).
 _LLM_EDGES = [
     (1, 2), (2, 3), (2, 4), (2, 5), (3, 6), (4, 6), (6, 7), (7, 8), (5, 9), (8, 9), (9, 10),
@@ -230,7 +230,7 @@ _LLM_FWD_EDGES = 21
 
 
 def _llm_kernels(h: int, a: int, d: int, s: int, w: int) -> tuple[Kernel, ...]:
-    """The 41 kernels of one LLM training layer (MODEL.md §5.1 table)."""
+    """The 41 kernels of one LLM training layer."""
     hs, ss, wt = h * s * w, a * s * s * w, h * h * w  # activation, score, weight bytes
     rows = [
         # name, phase, type, kind, (outer, M, K, N), in1, in2 or weight, out
@@ -295,7 +295,7 @@ def _llm_kernels(h: int, a: int, d: int, s: int, w: int) -> tuple[Kernel, ...]:
 
 
 def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int) -> Graph:
-    """One transformer layer, forward and backward, one sequence (MODEL.md §5.1).
+    """One transformer layer, forward and backward, one sequence.
 
     41 kernels (18 forward, 17 backward, 6 weight-gradient kernels with a periodic
     all-reduce of the weight bytes) and 53 connections; the loss kernel has no incoming edge.
@@ -349,7 +349,7 @@ _DECODE_ZERO_OUT = frozenset({8, 12})
 
 def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_window: int,
                tp: int, mlp_dim: int) -> Graph:
-    """One transformer layer generating one token against a KV cache (MODEL.md §5.2).
+    """One transformer layer generating one token against a KV cache.
 
     20 forward kernels, 23 connections, N tiling. Weights and the KV cache are streamed from
     DRAM (``memory_bytes`` per chip of a ``tp``-way tensor-parallel group); the KV-cache
@@ -421,7 +421,7 @@ def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_wind
 # --------------------------------------------------------------------------- DLRM, HPL, FFT
 def dlrm(*, mlp_dim: int, bottom_num_mlp: int, top_num_mlp: int, pooled_row: int, row: int,
          num_table: int, emb_dim: int, micro_batch_size: int, word: int) -> Graph:
-    """DLRM training step on one micro-batch: n = bottom + top MLP layers (MODEL.md §5.3).
+    """DLRM training step on one micro-batch: n = bottom + top MLP layers.
 
     Kernels: MLP_1..MLP_n (forward), MLP_n_bwd..MLP_1_bwd, then
     MLP_n_bwd_weight_update..MLP_1_bwd_weight_update (periodic all-reduce of the weights);
@@ -477,7 +477,7 @@ def dlrm(*, mlp_dim: int, bottom_num_mlp: int, top_num_mlp: int, pooled_row: int
 
 
 def hpl(*, n: int, b: int, iteration: int | None = None, word: int) -> Graph:
-    """High-Performance Linpack: one GEMM kernel per panel iteration (MODEL.md §5.4).
+    """High-Performance Linpack: one GEMM kernel per panel iteration.
 
     ``Iteration_i`` (i = 1..iteration) updates the trailing matrix of side
     ``n - (i-1)*b``: a SYSTOLIC two-input GEMM (outer 1, M = K = side, N = b), no tiling,
@@ -524,7 +524,7 @@ def hpl(*, n: int, b: int, iteration: int | None = None, word: int) -> Graph:
 
 
 def fft(*, length: int, r: int = 2, word: int) -> Graph:
-    """Two-step (four-step) FFT of ``length`` points as a Nf x Nf matrix (MODEL.md §5.5).
+    """Two-step (four-step) FFT of ``length`` points as a Nf x Nf matrix.
 
     Nf = int(sqrt(length)), K = int(4 * log2(Nf) / log2(r) * r). Step_1 and Step_2 are
     SYSTOLIC weight-GEMMs (outer 1, M = Nf, K, N = Nf, no weight size), no tiling, with

@@ -1,5 +1,5 @@
 """Structure of a dataflow graph: indices, topological levels, buffer depths, operands,
-legal sharding choices and tensor layouts (MODEL.md §2.1, §2.3).
+legal sharding choices and tensor layouts (docs/model.md, "Inter-chip sharding").
 
 Pure Python; computed once per spec, never in a hot loop.
 
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class Layout(enum.IntEnum):
-    """Layout of a tensor across the TP group (MODEL.md §2.3)."""
+    """Layout of a tensor across the TP group: replicated, split by rows or by columns."""
 
     RR = 0  #: replicated
     RS = 1  #: split along the column (N) dimension
@@ -38,7 +38,7 @@ class Layout(enum.IntEnum):
 
 
 def kahn_levels(n: int, edges: list[tuple[int, int]]) -> list[int] | None:
-    """Level-synchronous Kahn levels; ``None`` if the graph has a cycle (§2.1 item 3)."""
+    """Level-synchronous Kahn levels; ``None`` if the graph has a cycle."""
     indeg = [0] * n
     succ: list[list[int]] = [[] for _ in range(n)]
     for s, d in edges:
@@ -71,7 +71,7 @@ class GraphStructure:
     dst: tuple[int, ...]  #: consumer index of each connection
     levels: tuple[int, ...]  #: Kahn level of each kernel
     depths: tuple[int, ...]  #: buffer depth of each connection: level(dst) - level(src) + 1
-    tensor_bytes: tuple[float, ...]  #: output bytes of the producer (§2.1 item 2)
+    tensor_bytes: tuple[float, ...]  #: output bytes of the producer
     operand: tuple[int, ...]  #: 1 or 2: which input of the consumer the connection feeds
 
     @staticmethod
@@ -111,7 +111,7 @@ def _out_bytes(k: Kernel) -> float:
 
 
 def _operands(graph: Graph, dst: tuple[int, ...], tensor: tuple[float, ...]) -> tuple[int, ...]:
-    """Which input each connection feeds (MODEL.md D4): by byte-size equality with the
+    """Which input each connection feeds (docs/model.md): by byte-size equality with the
     consumer's input sizes, equal sizes -> operand 1; where neither matches, by the order of
     the consumer's incoming connections (first -> 1, later -> 2)."""
     seen: dict[int, int] = {}
@@ -132,7 +132,7 @@ def _operands(graph: Graph, dst: tuple[int, ...], tensor: tuple[float, ...]) -> 
 
 # --------------------------------------------------------------------------- sharding
 def sharding_choices(k: Kernel) -> tuple[Dim, ...]:
-    """Legal inter-chip sharding choices of one kernel (MODEL.md §2.3 "Forbidden choices").
+    """Legal inter-chip sharding choices of one kernel (docs/model.md, "Inter-chip sharding").
 
     A pinned ``sharding`` is returned alone. Raises ``ValueError`` for a kernel that needs a
     choice but has ``NO_TILING`` (DFModel's LLM inter-chip pass cannot handle it).
@@ -184,7 +184,7 @@ def downstream_layout(consumer: Kernel, operand: int, choice: Dim) -> Layout:
 
 
 def relayout(up: Layout, down: Layout) -> Collective:
-    """Collective needed to turn layout ``up`` into ``down`` (MODEL.md §2.3 table)."""
+    """Collective needed to turn layout ``up`` into ``down`` (DFModel's re-layout rule)."""
     if up == down or up is Layout.RR:
         return Collective.NONE
     if down is Layout.RR:

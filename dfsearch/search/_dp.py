@@ -1,4 +1,4 @@
-"""Jitted exact searches over configuration assignments (DESIGN.md §4 item 3).
+"""Jitted exact searches over configuration assignments (docs/design.md).
 
 An assignment with Config(src) <= Config(dst) on every edge is a chain of order ideals
 0 = I_0 <= I_1 <= ... <= I_C = all kernels, configuration c holding I_{c+1} minus I_c, and the
@@ -218,12 +218,12 @@ def _queue_pop(hq, hi, size):
     _swap(hq, hi, 0, last)
     i = 0
     while True:
-        l = 2 * i + 1
-        if l >= last:
+        left = 2 * i + 1
+        if left >= last:
             break
-        m = l
-        if l + 1 < last and _before(hq, hi, l + 1, l):
-            m = l + 1
+        m = left
+        if left + 1 < last and _before(hq, hi, left + 1, left):
+            m = left + 1
         if not _before(hq, hi, m, i):
             break
         _swap(hq, hi, i, m)
@@ -251,8 +251,8 @@ def ideal_search(
     """Exact minimum of the sum of configuration IIs over every assignment (A*).
 
     A state is (level c, ideal I, L): configurations 0..c-1 hold I; L = the weight kernels of
-    I alone in their configuration (their weight and output buffers are tiled, MODEL.md
-    §3.5) that still have consumers outside I. g = the summed II so far; the priority is
+    I alone in their configuration (their weight and output buffers are tiled, see
+    docs/model.md) that still have consumers outside I. g = the summed II so far; the priority is
     f = g + ``set_bound`` of the kernels not in I, a lower bound of the rest that is
     admissible and consistent (it splits over configurations). Lazy: a candidate
     configuration S enters the queue with f = g + bound(S) + bound(rest minus S) and is costed
@@ -597,9 +597,12 @@ def topological_order(n, e_src, e_dst, k_phase):
     for i in range(n):
         pick = -1
         for k in range(n):
-            if not done[k] and indeg[k] == 0:
-                if pick < 0 or (k_phase[k] != 2 and k_phase[pick] == 2):
-                    pick = k
+            if (
+                not done[k]
+                and indeg[k] == 0
+                and (pick < 0 or (k_phase[k] != 2 and k_phase[pick] == 2))
+            ):
+                pick = k
         if pick < 0:  # a cycle: validation rejects those; keep the order total anyway
             return order[:i]
         done[pick] = True

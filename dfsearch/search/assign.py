@@ -1,4 +1,4 @@
-"""Configuration assignment for fixed outer choices (DESIGN.md §4 item 3, MODEL.md C.2.4).
+"""Configuration assignment for fixed outer choices (docs/design.md).
 
 ``assign_configs(problem)`` returns the best assignment of kernels to configurations:
 
@@ -227,9 +227,8 @@ def _violations_unpruned(problem, search_args, stats, control) -> None:
 
 
 def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
-    from dfsearch.cost.model import Evaluator
-
     from dfsearch.codes import Status
+    from dfsearch.cost.model import Evaluator
 
     finals, status, viol = Evaluator(problem).batch(np.asarray([cfg], dtype=np.int64))
     if not np.isfinite(finals[0]):
@@ -323,9 +322,7 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
             math.isfinite(value)
             and math.isfinite(cur_value)
             and rng.random() < math.exp(-(value / cur_value - 1.0) / temp)
-        ):
-            order, cur_value = cand, value
-        elif not math.isfinite(cur_value) and math.isfinite(value):
+        ) or (not math.isfinite(cur_value) and math.isfinite(value)):
             order, cur_value = cand, value
         temp *= 0.98
     if best_assign is None:

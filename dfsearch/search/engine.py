@@ -35,7 +35,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status, WorkloadKind
-from dfsearch.cost.lower import I_FB_RULE, I_FIXED_CONFIG, Outer, Problem, effective_num_config, lower
+from dfsearch.cost.lower import (
+    I_FB_RULE,
+    I_FIXED_CONFIG,
+    Outer,
+    Problem,
+    effective_num_config,
+    lower,
+)
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices

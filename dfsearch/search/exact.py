@@ -8,7 +8,7 @@ imported only inside this module's functions, and a missing OR-Tools raises
 ``SolverUnavailableError``.
 
 The CP-SAT model is the evaluator's model (``dfsearch.cost.evaluate._eval``), constraint by
-constraint (MODEL.md §3.4-§3.9; docs/exact.md explains each piece):
+constraint (docs/exact.md explains each piece):
 
 * ``x[k, c]`` Booleans, one configuration per kernel; pins and the FWD/BWD rule
   (``assign._allowed``); precedence in cumulative form
@@ -26,7 +26,7 @@ constraint (MODEL.md §3.4-§3.9; docs/exact.md explains each piece):
 * SRAM per configuration, in exact integer bytes: on-chip edges b*depth, spilled edges 2b,
   weights, sram_extra; a weight kernel alone in its configuration ("lone") contributes 0
   for its weight and for the spilled footprints of its out-edges, in both configurations:
-  the evaluator then picks a weight tiling factor large enough (MODEL.md §3.5). As in the
+  the evaluator then picks a weight tiling factor large enough (docs/model.md). As in the
   evaluator, a configuration that holds such a tiled footprint must fit strictly
   (sum of the untiled rest < capacity, since tiling divides but never removes a
   footprint); every other configuration fits when the sum is <= capacity;
@@ -794,11 +794,12 @@ class _Builder:
                 if self.cores < len(members):
                     m.add(sum(x[k][c] for k in members) <= self.cores)
 
+            # mem() reads this iteration's c and members, and is only called in this iteration
             def mem(bw: float):
-                expr = sum(u(self.memk_f[k] / bw) * x[k][c] for k in members)
+                expr = sum(u(self.memk_f[k] / bw) * x[k][c] for k in members)  # noqa: B023
                 for e in range(E):
                     if u(self.meme_f[e] / bw):
-                        expr += u(self.meme_f[e] / bw) * self.spill(e, c)
+                        expr += u(self.meme_f[e] / bw) * self.spill(e, c)  # noqa: B023
                 return expr
 
             if self.tiered:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import math
 
-
 from dfsearch.codes import WorkloadKind
 from dfsearch.cost.lower import (
     F_AR_LATENCY,
     F_BATCH_MULT,
-    F_DRAM_BW,
     F_DRAM2_BW,
     F_DRAM2_CAP,
+    F_DRAM_BW,
     F_FREQ,
     F_NUM_COPY,
     F_P2P,
@@ -122,7 +121,8 @@ def config_counts(spec: Spec) -> list[int]:
 
 
 def micro_batch_size(spec: Spec) -> int:
-    """The micro-batch size: the spec's, or 1 (optimal whenever it divides the batch)."""
+    """The micro-batch size: the spec's, or 1 (optimal whenever it divides the batch;
+    docs/model.md)."""
     wl = spec.workload
     if wl.kind is WorkloadKind.LLM and wl.micro_batch_size > 0:
         return wl.micro_batch_size

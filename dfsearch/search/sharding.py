@@ -1,9 +1,9 @@
-"""Inter-chip sharding, solved exactly (MODEL.md §2.3, Appendix C.1, decision D5).
+"""Inter-chip sharding, solved exactly (docs/model.md, "Inter-chip sharding").
 
 Every kernel picks which dimension is split across the TP group. The objective is DFModel's:
 all-reduce bytes of K-sharded kernels plus the re-layout bytes of every connection (raw bytes,
-§7 item 11). Ties are broken by end-to-end time (D5) through its additive part: the per-tile
-compute time of every kernel (a replicated kernel does TP times the work) plus the time of every
+whatever the collective). Ties are broken by end-to-end time through its additive part: the
+per-tile compute time of every kernel (a replicated kernel does TP times the work) plus the time of every
 collective at the ratios of the actual TP group (an all-gather of a shard is cheaper than an
 all-reduce of the same bytes), then by the bytes of the buffers kernels produce, then by
 DFModel's enum order. The pairwise cost on a DAG whose domains hold at most five values is
@@ -13,7 +13,7 @@ low-width graphs of real workloads.
 >>> from dfsearch.kernels.generators import llm_fwdbwd
 >>> g = llm_fwdbwd(hidden=256, num_head=4, head_dim=64, seq=128, word=2)
 >>> sol = solve_sharding(g)
->>> sol.bytes == 4 * 256 * 128 * 2   # four all-reduces of h*s*word, no re-layout (MODEL.md §2.3)
+>>> sol.bytes == 4 * 256 * 128 * 2   # four all-reduces of h*s*word, no re-layout
 True
 """
 
@@ -84,7 +84,7 @@ def sharding_bytes(graph: Graph, sharding: tuple[Dim, ...]) -> float:
 def solve_sharding(
     graph: Graph, unary_time: UnaryTime | None = None, edge_time: EdgeTime | None = None
 ) -> ShardingSolution:
-    """The exact byte-minimal sharding; ties broken by ``unary_time``/``edge_time`` (D5).
+    """The exact byte-minimal sharding; ties broken by ``unary_time``/``edge_time``.
 
     Without callbacks the tie-break prefers the least replicated FLOP.
 
