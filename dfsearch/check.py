@@ -56,10 +56,9 @@ class CheckResult:
 
     @property
     def overall_status(self) -> RunStatus:
-        """OPTIMAL only when the search proved every other outer choice worse and the exact
-        solver proved these outer choices' optimum (or the search had proven it itself)."""
-        if self.heuristic_status is RunStatus.OPTIMAL:
-            return RunStatus.OPTIMAL
+        """The search's own status over the whole space: OPTIMAL only when its bounds rule out
+        every other outer choice. The exact solve covers one outer choice and cannot raise it
+        (other outer choices may also have been searched heuristically)."""
         return self.heuristic_status
 
     @property

@@ -148,6 +148,7 @@ class RunResult:
             head = "No feasible mapping: no network shape fits the chip count."
         else:
             head = f"No feasible mapping: every one of the {n} outer choices violates a constraint."
+            head += "".join(f" ({note})" for note in s.notes if note.startswith("not proven"))
         return "\n".join([head] + [f"  - {v.message()}" for v in self.violations])
 
     def to_json(self) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class Assignment:
 
     config: tuple[int, ...] | None  #: None when nothing is feasible
     value_ns: float  #: sum of configuration IIs (inf if infeasible)
-    method: str  #: "forced", "ideal-dp" or "order-dp"
+    method: str  #: "forced", "ideal-dp", "order-dp" or "anneal"
     exhaustive: bool  #: proven optimal over all assignments for these outer choices
     evaluations: int
     violations: dict[str, float]  #: smallest violation seen per binding constraint

@@ -404,19 +404,22 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
     elif st.stop:
         status = RunStatus.STOPPED_BY_LIMIT
     elif best is None:
-        status = RunStatus.INFEASIBLE if bound_ns == math.inf else RunStatus.FEASIBLE_NOT_PROVEN
+        status = RunStatus.INFEASIBLE
     else:
         status = RunStatus.FEASIBLE_NOT_PROVEN
     notes = []
     if st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
+    if status is RunStatus.INFEASIBLE and math.isfinite(bound_ns):
+        notes.append("not proven infeasible: some outer choices were searched heuristically "
+                     "(graphs too wide for the exact assignment search)")  # fmt: skip
     stats = SearchStats(
         method=f"{method}+{'/'.join(sorted(st.methods)) or 'none'}",
         seconds=seconds,
         evaluations=st.evaluations,
         seed=st.seed,
         status=status,
-        lower_bound_s=bound_ns / 1e9 if math.isfinite(bound_ns) else None,
+        lower_bound_s=bound_ns / 1e9 if (best is not None and bound_ns > 0) else None,
         candidates=total,
         solved=st.solved,
         pruned=st.pruned,
