@@ -189,7 +189,16 @@ def run(
     The report ends with a status: OPTIMAL (a lower bound meets the answer),
     FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap),
     STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
-    mapping so far is still reported and written, exit code 130)."""
+    mapping so far is still reported and written, exit code 130).
+
+    Report terms (docs/design.md, glossary): a configuration is a set of kernels on the chip
+    at once; its II is its time per graph execution (compute, memory and network time
+    combined by the overlap mode: max or sum); the all-config II is the sum over
+    configurations; the pipeline factor is 1 + (PP - 1) / (micro-batches x max(layers per
+    stage - 1, 1)); p2p is the pipeline's point-to-point time per batch; final_s, the time per
+    global batch, is (all-config II x pipeline factor x layers per stage x global batch / DP
+    + p2p) / copies; the lower bound is a time no mapping can beat, and the gap is
+    final_s / bound - 1."""
     from dfsearch import api
     from dfsearch.report import format_run
 
