@@ -28,6 +28,7 @@ __all__ = [
     "Equations",
     "Status",
     "RunStatus",
+    "ObjectiveKind",
     "TOPOLOGY_VARIANTS",
 ]
 
@@ -239,6 +240,13 @@ class RunStatus(_Coded):
     @property
     def message(self) -> str:
         return _RUN_STATUS_MESSAGES[self]
+
+
+class ObjectiveKind(_Coded):
+    """What the search minimises (``search.objective``; implementations in
+    ``dfsearch.search.objective``)."""
+
+    TIME = 1  #: time per global batch (DFModel's final_s)
 
 
 _RUN_STATUS_MESSAGES = {

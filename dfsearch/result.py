@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dfsearch.codes import RunStatus
+from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.spec import Spec
 
@@ -118,6 +118,8 @@ class SearchStats:
     pruned: int = 0  #: outer choices ruled out by a lower bound or by outer infeasibility
     stopped_by: str = ""  #: why the search stopped early ("" if it did not)
     notes: tuple[str, ...] = ()
+    objective: ObjectiveKind = ObjectiveKind.TIME  #: what the search minimised
+    lower_bound: float | None = None  #: lower bound of the objective, in its unit
 
     @property
     def optimal(self) -> bool:
@@ -168,6 +170,8 @@ class RunResult:
         out["lower_bound_s"] = lb
         out["search"] = {
             "status": self.status.label,
+            "objective": self.search.objective.label,
+            "objective_lower_bound": self.search.lower_bound,
             "method": self.search.method,
             "seconds": self.search.seconds,
             "evaluations": self.search.evaluations,

@@ -20,6 +20,7 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    ObjectiveKind,
     Overlap,
     Parallelism,
     Phase,
@@ -285,6 +286,7 @@ class SearchSettings:
     stop (0 = none); a result stopped by either is labelled so."""
 
     seed: int = 0
+    objective: ObjectiveKind = ObjectiveKind.TIME
     time_limit_s: float = 0.0
     max_evaluations: int = 20_000_000
     joint_sharding: bool = False

@@ -3,6 +3,7 @@ configuration-count dominance, work budgets, honest status labels, Ctrl-C."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import replace
@@ -11,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from dfsearch.codes import Parallelism, RunStatus, Status, Topology
+from dfsearch.codes import ObjectiveKind, Parallelism, RunStatus, Status, Topology
 from dfsearch.cost.lower import Outer, effective_num_config, lower
 from dfsearch.cost.model import evaluate_problem, outer_status
 from dfsearch.decision import Decision
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import assign_configs
 from dfsearch.search.engine import search
+from dfsearch.search.objective import Objective
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.spec import AUTO, NetworkDim, SearchSettings
 
@@ -65,8 +67,9 @@ def free_spec(seed: int, *, n: int = 6, training: bool = True, cycle: bool = Fal
     return replace(base, system=system, execution=replace(base.execution, num_config=AUTO))
 
 
-def brute_force_final_ns(spec) -> float:
-    """The optimum by solving every outer choice exactly, no bounds, no dominance."""
+def brute_force_final_ns(spec, weight=lambda shape: 1.0) -> float:
+    """The optimum of weight(shape) x final_ns by solving every outer choice exactly, no
+    bounds, no dominance."""
     best = math.inf
     counts = {effective_num_config(spec, c) for c in outer_mod.config_counts(spec)}
     for shape in outer_mod.shapes(spec):
@@ -85,7 +88,7 @@ def brute_force_final_ns(spec) -> float:
                              config=a.config)  # fmt: skip
                 ev = evaluate_problem(spec, problem, d)
                 if ev.feasible:
-                    best = min(best, ev.final_ns)
+                    best = min(best, weight(shape) * ev.final_ns)
     return best
 
 
@@ -212,3 +215,36 @@ def test_huge_seq_len_candidates_are_lazy():
     spec = free_spec(0)
     spec = replace(spec, workload=replace(spec.workload, seq_len=2**40))
     assert outer_mod.tile_counts(spec) == [2**i for i in range(41)]
+
+
+# --------------------------------------------------------------------------- objectives
+@dataclasses.dataclass(frozen=True)
+class _TimePerTP(Objective):
+    """A test objective: final_ns / (size of the first network dimension), monotone in
+    final_ns for a fixed shape as the Objective contract asks. It prefers wide TP groups,
+    so its optimum is not the time optimum."""
+
+    kind: ObjectiveKind = ObjectiveKind.TIME
+    unit: str = "ns / chip"
+
+    def value(self, ev):
+        return ev.final_ns / ev.decision.shape[0]
+
+    def bound(self, shape, final_ns_bound):
+        return final_ns_bound / shape[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_search_minimises_a_plugged_in_objective_and_proves_it(seed, monkeypatch):
+    from dfsearch.search import objective as objective_mod
+
+    spec = free_spec(seed, training=seed % 2 == 0)
+    time_optimum = search(spec).evaluation
+    monkeypatch.setitem(objective_mod.OBJECTIVES, ObjectiveKind.TIME, _TimePerTP())
+    r = search(spec)
+    expected = brute_force_final_ns(spec, weight=lambda shape: 1 / shape[0])
+    got = r.evaluation.final_ns / r.evaluation.decision.shape[0]
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert r.evaluation.decision.shape != time_optimum.decision.shape  # not the time optimum
+    assert r.status is RunStatus.OPTIMAL
+    assert r.search.lower_bound == pytest.approx(expected, rel=1e-12)

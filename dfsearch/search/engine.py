@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status, WorkloadKind
+from dfsearch.codes import Dim, ExecutionStyle, ObjectiveKind, RunStatus, Status, WorkloadKind
 from dfsearch.cost.lower import (
     I_FB_RULE,
     I_FIXED_CONFIG,
@@ -50,6 +50,7 @@ from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search._dp import CTL_DEADLINE, CTL_FLAG, CTL_MAX_EVALS, no_control
 from dfsearch.search.assign import assign_configs
+from dfsearch.search.objective import Objective, objective_for
 from dfsearch.spec import Spec
 
 __all__ = ["search", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
@@ -70,7 +71,7 @@ class _Pair:
     shape: tuple[int, ...]
     num_tile: int
     sharding: tuple[Dim, ...]
-    bound_ns: float
+    bound: float  #: lower bound of the objective over this (shape, tile count)
     status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
     violation: float
 
@@ -83,21 +84,28 @@ class _State:
     seed: int
     max_evaluations: int
     control: np.ndarray  #: shared with the jitted searches: deadline, budget, stop flag
+    objective: Objective
     best: Evaluation | None = None
     evaluations: int = 0
     solved: int = 0
     pruned: int = 0
-    open_bound_ns: float = math.inf  #: min bound of solved choices not solved exactly
-    exact_values: dict[tuple, float] = field(default_factory=dict)  #: proven final_ns
+    open_bound: float = math.inf  #: min objective bound of choices not solved exactly
+    #: (shape, tile count, configuration count, dominance step) -> bound of the objective
+    #: from the proven optimal final_ns of that outer choice
+    exact_values: dict[tuple, float] = field(default_factory=dict)
     violations: dict[str, Violation] = field(default_factory=dict)
     methods: set[str] = field(default_factory=set)
     stop: str = ""  #: why the search stopped early ("" = it did not)
 
     def offer(self, ev: Evaluation) -> bool:
-        if ev.feasible and (self.best is None or ev.final_ns < self.best.final_ns):
+        if ev.feasible and self.objective.value(ev) < self.best_value():
             self.best = ev
             return True
         return False
+
+    def best_value(self) -> float:
+        """The incumbent's objective (inf without one)."""
+        return math.inf if self.best is None else self.objective.value(self.best)
 
     def note_violation(self, v: Violation) -> None:
         old = self.violations.get(v.constraint)
@@ -144,7 +152,7 @@ def search(
     control = no_control()
     if limit:
         control[CTL_DEADLINE] = t0 + limit
-    st = _State(spec, seed, budget, control)
+    st = _State(spec, seed, budget, control, objective_for(spec.search.objective))
     method = "best-first"
     total = 0
     with _ctrl_c_sets_flag(control):
@@ -239,7 +247,7 @@ def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]], c_any: in
         outer = Outer(shape, sharding, mbs, t, c_any)
         status, viol = outer_status(spec, outer)
         lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
-        out.append(_Pair(shape, t, sharding, lb, status, viol))
+        out.append(_Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol))
     return out
 
 
@@ -256,7 +264,7 @@ def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress
     except _Stopped:
         if st.stop != "interrupted":
             st.stop += " while bounding the outer choices"
-        st.open_bound_ns = 0.0
+        st.open_bound = 0.0
         return
     heap = []
     for i, p in enumerate(bounded):
@@ -265,19 +273,19 @@ def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress
             st.pruned += len(counts)
             continue
         for j, c in enumerate(counts):  # larger configuration counts first at equal bounds
-            heapq.heappush(heap, (p.bound_ns, i, j, c))
+            heapq.heappush(heap, (p.bound, i, j, c))
     while heap:
         lb, i, j, c = heap[0]
-        if st.best is not None and lb >= st.best.final_ns:
+        if lb >= st.best_value():
             st.pruned += len(heap)  # nothing left can beat the incumbent
             break
         if st.out_of_budget():
-            st.open_bound_ns = min(st.open_bound_ns, lb)
+            st.open_bound = min(st.open_bound, lb)
             break
         heapq.heappop(heap)
         p = bounded[i]
         dominated = _dominating_value(st, p, c)
-        if dominated is not None and st.best is not None and dominated >= st.best.final_ns:
+        if dominated is not None and dominated >= st.best_value():
             st.pruned += 1
         else:
             _solve(st, p, c)
@@ -290,7 +298,7 @@ def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress
 
 
 def _dominating_value(st: _State, p: _Pair, c: int) -> float | None:
-    """The proven final_ns of a solved larger configuration count that dominates c."""
+    """The objective bound of a solved larger configuration count that dominates c."""
     for (shape, t, c2, step), value in st.exact_values.items():
         if shape == p.shape and t == p.num_tile and c2 > c and step and (c2 - c) % step == 0:
             return value
@@ -309,11 +317,12 @@ def _solve(st: _State, p: _Pair, c: int) -> float:
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c))
     if a.exhaustive:
-        value = outer_mod.final_from_ii(problem, a.value_ns) if a.config else math.inf
-        st.exact_values[(p.shape, p.num_tile, c, _dominance_step(spec, problem))] = value
+        final = outer_mod.final_from_ii(problem, a.value_ns) if a.config else math.inf
+        key = (p.shape, p.num_tile, c, _dominance_step(spec, problem))
+        st.exact_values[key] = st.objective.bound(p.shape, final)
     else:
-        bound = max(p.bound_ns, outer_mod.final_from_ii(problem, a.bound_ns))
-        st.open_bound_ns = min(st.open_bound_ns, bound)
+        final = outer_mod.final_from_ii(problem, a.bound_ns)
+        st.open_bound = min(st.open_bound, max(p.bound, st.objective.bound(p.shape, final)))
     if a.config is None:
         return math.inf
     st.methods.add(a.method)
@@ -324,7 +333,7 @@ def _solve(st: _State, p: _Pair, c: int) -> float:
     ev = evaluate_problem(spec, problem, decision)
     st.evaluations += 1
     st.offer(ev)
-    return ev.final_ns if ev.feasible else math.inf
+    return st.objective.value(ev) if ev.feasible else math.inf
 
 
 def _optuna_outer(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
@@ -360,12 +369,12 @@ def _optuna_outer(st: _State, pairs: list, counts: list[int], total: int, progre
         if progress:
             progress(len(seen), total, st.best.final_s if st.best else None)
     if len(seen) < total:
-        st.open_bound_ns = 0.0  # the unsampled choices are not bounded
+        st.open_bound = 0.0  # the unsampled choices are not bounded
 
 
 def _joint_sharding(st: _State) -> None:
     """Local search over sharding choices on the best outer choice: change one kernel's
-    choice at a time (pinned kernels stay), keep any change that lowers final_ns."""
+    choice at a time (pinned kernels stay), keep any change that lowers the objective."""
     spec = st.spec
     assert st.best is not None
     improved = True
@@ -384,20 +393,21 @@ def _joint_sharding(st: _State) -> None:
                 p = _Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0)
                 c = effective_num_config(spec, len(current.configs))
                 problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile, c))
-                if outer_mod.lower_bound_ns(problem) >= current.final_ns:
+                bound = st.objective.bound(d.shape, outer_mod.lower_bound_ns(problem))
+                if bound >= st.objective.value(current):
                     continue
                 before = st.best
                 _solve(st, p, c)
                 improved = improved or st.best is not before
-    st.open_bound_ns = 0.0  # other sharding choices are not bounded
+    st.open_bound = 0.0  # other sharding choices are not bounded
     st.methods.add("joint-sharding")
 
 
 # --------------------------------------------------------------------------- result
 def _result(st: _State, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
     best = st.best
-    bound_ns = st.open_bound_ns if best is None else min(st.open_bound_ns, best.final_ns)
-    if best is not None and bound_ns >= best.final_ns:
+    bound = min(st.open_bound, st.best_value())
+    if best is not None and bound >= st.best_value():
         status = RunStatus.OPTIMAL
     elif interrupted:
         status = RunStatus.INTERRUPTED
@@ -410,7 +420,7 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
     notes = []
     if st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
-    if status is RunStatus.INFEASIBLE and math.isfinite(bound_ns):
+    if status is RunStatus.INFEASIBLE and math.isfinite(bound):
         notes.append("not proven infeasible: some outer choices were searched heuristically "
                      "(graphs too wide for the exact assignment search)")  # fmt: skip
     stats = SearchStats(
@@ -419,7 +429,9 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
         evaluations=st.evaluations,
         seed=st.seed,
         status=status,
-        lower_bound_s=bound_ns / 1e9 if (best is not None and bound_ns > 0) else None,
+        objective=st.objective.kind,
+        lower_bound=bound if (best is not None and bound > 0) else None,
+        lower_bound_s=_bound_s(st, best, bound),
         candidates=total,
         solved=st.solved,
         pruned=st.pruned,
@@ -428,6 +440,13 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
     )
     viol = tuple(_explain(st.spec, st.violations[k]) for k in sorted(st.violations)) if best is None else ()
     return RunResult(spec=st.spec, evaluation=best, search=stats, violations=viol)
+
+
+def _bound_s(st: _State, best: Evaluation | None, bound: float) -> float | None:
+    """The lower bound as a time per batch in s, when the objective is that time."""
+    if best is None or not bound > 0 or st.objective.kind is not ObjectiveKind.TIME:
+        return None
+    return bound / 1e9
 
 
 def _explain(spec: Spec, v: Violation) -> Violation:
