@@ -43,7 +43,7 @@ def run_once(spec: Path, out: Path, cache: str | None) -> dict:
     seconds = time.perf_counter() - t
     data = json.loads(out.read_text()) if out.exists() else {}
     data.get("search", {}).pop("seconds", None)
-    return {"exit": proc.returncode, "data": data, "wall_s": seconds}
+    return {"exit": proc.returncode, "data": data, "wall_s": seconds, "stderr": proc.stderr[-2000:]}
 
 
 def _hog(stop) -> None:
@@ -65,6 +65,13 @@ def summarise(spec: Path, idle: list[dict], loaded: list[dict]) -> dict:
     ref = idle[0]["data"]
     same_idle = sum(r["data"] == ref for r in idle)
     same_loaded = sum(r["data"] == ref for r in loaded)
+    differences = [
+        {"run": f"{kind} {i}", "exit": r["exit"], "keys": _differing_keys(ref, r["data"]),
+         "stderr": r["stderr"]}
+        for kind, runs in (("idle", idle), ("loaded", loaded))
+        for i, r in enumerate(runs)
+        if r["data"] != ref
+    ]  # fmt: skip
     return {
         "spec": str(spec.relative_to(ROOT)) if spec.is_relative_to(ROOT) else str(spec),
         "status": ref.get("status"),
@@ -75,7 +82,20 @@ def summarise(spec: Path, idle: list[dict], loaded: list[dict]) -> dict:
         "wall_s_idle": [round(r["wall_s"], 2) for r in idle],
         "wall_s_loaded": [round(r["wall_s"], 2) for r in loaded],
         "ok": same_idle == len(idle) and same_loaded == len(loaded),
+        "differences": differences,
     }
+
+
+def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """Dotted paths where two JSON objects differ (for the report of a mismatch)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += _differing_keys(x, y, f"{prefix}{k}.")
+        elif x != y:
+            out.append(f"{prefix}{k}")
+    return out
 
 
 def main() -> int:
@@ -104,6 +124,9 @@ def main() -> int:
             r = rows[-1]
             print(f"{r['spec']:<70} {r['status']!s:<20} final_s {r['final_s']!s:<22} "
                   f"idle {r['identical_idle']}  {args.hogs} hogs {r['identical_loaded']}", flush=True)  # fmt: skip
+            for d in r["differences"]:
+                print(f"    differs: {d['run']} exit {d['exit']} keys {d['keys'][:8]} "
+                      f"{d['stderr'][-300:]!r}")  # fmt: skip
     ok = all(r["ok"] for r in rows)
     print(f"\n{sum(r['ok'] for r in rows)} of {len(rows)} specs identical in every run "
           f"({args.runs} idle, the first from an empty Numba cache; {args.runs} under "
