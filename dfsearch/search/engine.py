@@ -3,7 +3,8 @@
 An *outer choice* is a network shape x tile count x configuration count (micro-batch size 1
 or pinned). For every (shape, tile count) the engine solves the inter-chip sharding
 exactly (pinned choices kept), lowers the problem and computes an admissible lower bound of
-its final time. Outer choices are then solved best-bound-first: the configuration
+its objective (``search/objective.py``; time per batch today). Outer choices are then solved
+best-bound-first: the configuration
 assignment of the most promising one is searched (exact A* over order ideals where they
 fit, contiguous-order DP and annealing otherwise) and the winner is re-scored by the full
 evaluator. As soon as the next bound cannot beat the incumbent, every remaining choice is
@@ -15,7 +16,8 @@ configurations are never worse.
 Everything the search does is counted in work, never in seconds, so the result is a
 function of (spec, seed) only. A work budget (``search.max_evaluations``) and an optional
 wall-clock ``time_limit_s`` are safety stops: when one fires, the result says so
-(``RunStatus.STOPPED_BY_LIMIT``). Spaces with too many (shape, tile count) pairs to bound
+(``RunStatus.STOPPED_BY_LIMIT``); Ctrl-C returns the best mapping so far
+(``RunStatus.INTERRUPTED``). Spaces with too many (shape, tile count) pairs to bound
 are sampled by Optuna's seeded TPE sampler for a fixed number of trials (not proven).
 ``joint_sharding`` then tries sharding choices that are not byte-minimal on the best outer
 choice.
