@@ -13,9 +13,14 @@ True
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = [
     "KernelKind",
+    "KernelTraits",
+    "KERNEL_TRAITS",
     "ComputeType",
     "Phase",
     "Dim",
@@ -64,7 +69,11 @@ class _Coded(enum.IntEnum):
 
 
 class KernelKind(_Coded):
-    """The four kernel variants of DFModel."""
+    """The four kernel variants of DFModel; their traits are one row each in ``KERNEL_TRAITS``.
+
+    >>> KernelKind.GEMM_WEIGHT.has_weight, KernelKind.ELEMENTWISE2.num_inputs
+    (True, 2)
+    """
 
     GEMM_WEIGHT = 1  #: GEMM whose second operand is a resident weight
     GEMM = 2  #: GEMM of two activations
@@ -72,21 +81,43 @@ class KernelKind(_Coded):
     ELEMENTWISE2 = 4  #: two-input elementwise op (K = 1)
 
     @property
+    def traits(self) -> KernelTraits:
+        return KERNEL_TRAITS[self]
+
+    @property
     def dfmodel(self) -> str:
-        return {
-            1: "gemm_input1_weight",
-            2: "gemm_input1_input2",
-            3: "elementwise_input1",
-            4: "elementwise_input1_input2",
-        }[self.value]
+        return self.traits.dfmodel
 
     @property
     def has_k(self) -> bool:
-        return self in (KernelKind.GEMM_WEIGHT, KernelKind.GEMM)
+        return self.traits.has_k
 
     @property
     def num_inputs(self) -> int:
-        return 1 if self in (KernelKind.GEMM_WEIGHT, KernelKind.ELEMENTWISE) else 2
+        return self.traits.num_inputs
+
+    @property
+    def has_weight(self) -> bool:
+        return self.traits.has_weight
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTraits:
+    """What the model needs to know about a kernel kind."""
+
+    dfmodel: str  #: the variant name in DFModel's protobuf text format
+    has_k: bool  #: has a reduction dimension K (GEMMs); elementwise kernels have K = 1
+    num_inputs: int  #: activation inputs (the weight of a weight GEMM is not an input)
+    has_weight: bool  #: the second operand is a weight resident in SRAM/DRAM
+
+
+#: kernel kind -> traits: the one table to extend when a kind is added
+KERNEL_TRAITS: Mapping[KernelKind, KernelTraits] = MappingProxyType({
+    KernelKind.GEMM_WEIGHT: KernelTraits("gemm_input1_weight", True, 1, True),
+    KernelKind.GEMM: KernelTraits("gemm_input1_input2", True, 2, False),
+    KernelKind.ELEMENTWISE: KernelTraits("elementwise_input1", False, 1, False),
+    KernelKind.ELEMENTWISE2: KernelTraits("elementwise_input1_input2", False, 2, False),
+})
 
 
 class ComputeType(_Coded):

@@ -63,94 +63,127 @@ def _read(path: Path) -> dict[str, Any]:
 def load_mapping(path: str | Path, spec: Spec) -> Decision:
     """Read a mapping file into a Decision for ``spec``.
 
+    Every problem in the file is collected before one ``SpecError`` is raised.
+
     Raises
     ------
     SpecError
         For unreadable files, unknown kernel names, wrong types or values.
     """
-    from dfsearch.cost.lower import effective_num_config, forced_config
     from dfsearch.search import outer as outer_mod
 
     path = Path(path)
     data = _read(path)
     issues: list[Issue] = []
-    kernels = spec.graph.kernels
-    names = [k.name for k in kernels]
-    index = {n: i for i, n in enumerate(names)}
-
-    def int_field(key: str, default: int | None, hi: int) -> int | None:
-        v = data.get(key, default)
-        if v is None:
-            return None
-        if not _is_int(v, 1, hi):
-            issues.append(_int_issue(key, v, 1, hi))
-            return default
-        return v
-
-    shapes = outer_mod.shapes(spec)
-    shape = data.get("shape")
-    if shape is None:
-        if len(shapes) == 1:
-            shape = shapes[0]
-        else:
-            issues.append(Issue("shape", "is required: the spec leaves network sizes free."))
-            shape = shapes[0] if shapes else (1,)
-    elif not (isinstance(shape, list) and all(_is_int(s, 1, spec.system.num_chip) for s in shape)):
-        chips = spec.system.num_chip
-        msg = f"must be a list of integers in [1, {chips}] (num_chip). Got {shape!r} instead."
-        issues.append(Issue("shape", msg))
-        shape = shapes[0] if shapes else (1,)
-    elif len(shape) != len(spec.system.network):
-        issues.append(
-            Issue("shape", f"must have {len(spec.system.network)} entries. Got {len(shape)} instead.")
-        )
-    mbs = int_field("micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH)
+    index = {k.name: i for i, k in enumerate(spec.graph.kernels)}
+    shape = _read_shape(data, spec, issues)
+    mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH,
+                     issues)  # fmt: skip
     tiles = outer_mod.tile_counts(spec)
-    t_default = tiles[0] if len(tiles) == 1 else None
-    t = int_field("num_tile", t_default, MAX_NUM_TILE)
+    t = _int_field(data, "num_tile", tiles[0] if len(tiles) == 1 else None, MAX_NUM_TILE, issues)
     if t is None and "num_tile" not in data:
         issues.append(Issue("num_tile", "is required: the spec leaves the tile size free."))
         t = 1
+    config, c_eff = _read_config(data, spec, index, issues)
+    pinned = _read_sharding(data, index, issues)
+    pl, ps = _read_cores(data, spec, index, issues)
+    if issues:
+        raise SpecError(issues, file=str(path))
+    return Decision(
+        shape=shape,
+        sharding=_complete_sharding(spec, shape, t, pinned),
+        micro_batch_size=mbs or 1,
+        num_tile=t,
+        config=config,
+        num_config=c_eff,
+        par_lane=tuple(pl) if any(pl) else (),
+        par_stage=tuple(ps) if any(ps) else (),
+    )
 
+
+def _int_field(data: dict[str, Any], key: str, default: int | None, hi: int,
+               issues: list[Issue]) -> int | None:
+    """``data[key]`` (or ``default``) when it is an integer in [1, hi]; else an issue."""
+    v = data.get(key, default)
+    if v is None:
+        return None
+    if not _is_int(v, 1, hi):
+        issues.append(_int_issue(key, v, 1, hi))
+        return default
+    return v
+
+
+def _read_shape(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> tuple[int, ...]:
+    """The network shape: given, or the spec's only one."""
+    from dfsearch.search import outer as outer_mod
+
+    shapes = outer_mod.shapes(spec)
+    fallback = shapes[0] if shapes else (1,)
+    shape = data.get("shape")
+    if shape is None:
+        if len(shapes) != 1:
+            issues.append(Issue("shape", "is required: the spec leaves network sizes free."))
+        return fallback
+    chips = spec.system.num_chip
+    if not (isinstance(shape, list) and all(_is_int(s, 1, chips) for s in shape)):
+        msg = f"must be a list of integers in [1, {chips}] (num_chip). Got {shape!r} instead."
+        issues.append(Issue("shape", msg))
+        return fallback
+    if len(shape) != len(spec.system.network):
+        dims = len(spec.system.network)
+        issues.append(Issue("shape", f"must have {dims} entries. Got {len(shape)} instead."))
+    return tuple(shape)
+
+
+def _read_config(data: dict[str, Any], spec: Spec, index: dict[str, int],
+                 issues: list[Issue]) -> tuple[tuple[int, ...], int]:
+    """(configuration of every kernel, effective number of configurations)."""
+    from dfsearch.cost.lower import effective_num_config, forced_config
+
+    kernels = spec.graph.kernels
     cfg_table = data.get("config", {})
     if not isinstance(cfg_table, dict):
         msg = f"must be a table of kernel name -> configuration index. Got {cfg_table!r} instead."
         issues.append(Issue("config", msg))
         cfg_table = {}
     given = set(cfg_table)  # kernels with a value in the file, good or bad
-    for name, v in list(cfg_table.items()):
+    good: dict[str, int] = {}
+    for name, v in cfg_table.items():
         if name not in index:
             issues.append(Issue(f"config.{name}", "is not a kernel of the graph."))
         elif not _is_int(v, 0, MAX_CONFIG):
             issues.append(_int_issue(f"config.{name}", v, 0, MAX_CONFIG))
         else:
-            continue
-        cfg_table = {k: x for k, x in cfg_table.items() if k != name}
-    used = (max(cfg_table.values()) + 1) if cfg_table else None
-    num_config = int_field("num_config", None, MAX_CONFIG + 1)
+            good[name] = v
+    used = (max(good.values()) + 1) if good else None
+    num_config = _int_field(data, "num_config", None, MAX_CONFIG + 1, issues)
     if num_config is not None and used is not None and used > num_config:
-        issues.append(Issue("num_config", f"must be > every configuration index ({used - 1}). Got {num_config} instead."))
+        msg = f"must be > every configuration index ({used - 1}). Got {num_config} instead."
+        issues.append(Issue("num_config", msg))
     c_eff = effective_num_config(spec, num_config or used)
-    if forced_config(spec, c_eff) and not cfg_table:
-        config = tuple(range(len(kernels)))
-    else:
-        config_l = []
-        for k in kernels:
-            v = cfg_table.get(k.name)
-            if v is None and k.config >= 0:
-                v = k.config
-            if v is None:
-                if k.name not in given and "config" not in {i.path for i in issues}:
-                    missing = "is missing (every kernel needs one)."
-                    issues.append(Issue(f"config.{k.name}", missing))
-                v = 0
-            config_l.append(v)
-        config = tuple(config_l)
+    if forced_config(spec, c_eff) and not good:
+        return tuple(range(len(kernels))), c_eff
+    table_broken = "config" in {i.path for i in issues}
+    config = []
+    for k in kernels:
+        v = good.get(k.name)
+        if v is None and k.config >= 0:
+            v = k.config
+        if v is None:
+            if k.name not in given and not table_broken:
+                issues.append(Issue(f"config.{k.name}", "is missing (every kernel needs one)."))
+            v = 0
+        config.append(v)
+    return tuple(config), c_eff
 
+
+def _read_sharding(data: dict[str, Any], index: dict[str, int],
+                   issues: list[Issue]) -> dict[int, Dim]:
+    """Kernel index -> pinned sharding dimension."""
     sh_table = data.get("sharding", {})
     if not isinstance(sh_table, dict):
         issues.append(Issue("sharding", "must be a table of kernel name -> sharding."))
-        sh_table = {}
+        return {}
     pinned: dict[int, Dim] = {}
     for name, v in sh_table.items():
         if name not in index:
@@ -161,13 +194,19 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         except (KeyError, TypeError):
             allowed = ", ".join(repr(x) for x in Dim.labels())
             issues.append(Issue(f"sharding.{name}", f"must be one of {allowed}. Got {v!r} instead."))
+    return pinned
+
+
+def _read_cores(data: dict[str, Any], spec: Spec, index: dict[str, int],
+                issues: list[Issue]) -> tuple[list[int], list[int]]:
+    """(par_lane, par_stage) per kernel; 0 = chosen optimally."""
+    n = len(spec.graph.kernels)
+    pl, ps = [0] * n, [0] * n
     cores = data.get("cores", {})
-    pl = [0] * len(kernels)
-    ps = [0] * len(kernels)
     if not isinstance(cores, dict):
         msg = f"must be a table of kernel name -> {{par_lane, par_stage}}. Got {cores!r} instead."
         issues.append(Issue("cores", msg))
-        cores = {}
+        return pl, ps
     most = spec.system.accelerator.cores
     for name, v in cores.items():
         if name not in index:
@@ -182,19 +221,7 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
                 issues.append(_int_issue(f"cores.{name}.{f}", v[f], 0, most, note))
             if not bad:
                 pl[index[name]], ps[index[name]] = v["par_lane"], v["par_stage"]
-    if issues:
-        raise SpecError(issues, file=str(path))
-    sharding = _complete_sharding(spec, tuple(shape), t, pinned)
-    return Decision(
-        shape=tuple(shape),
-        sharding=sharding,
-        micro_batch_size=mbs or 1,
-        num_tile=t,
-        config=config,
-        num_config=c_eff,
-        par_lane=tuple(pl) if any(pl) else (),
-        par_stage=tuple(ps) if any(ps) else (),
-    )
+    return pl, ps
 
 
 def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[int, Dim]) -> tuple[Dim, ...]:

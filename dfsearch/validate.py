@@ -25,7 +25,6 @@ from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
     Dim,
     ExecutionStyle,
-    KernelKind,
     Parallelism,
 )
 from dfsearch.errors import Issue
@@ -344,7 +343,7 @@ def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
             f"must be 1 for an {k.kind.label} kernel (it has no k dimension). "
             f"Got {show(k.k)} instead.",
         )
-    if k.weight_bytes is not None and k.kind is not KernelKind.GEMM_WEIGHT:
+    if k.weight_bytes is not None and not k.kind.has_weight:
         s.add(f"{kp}.weight_bytes", f"{_ONLY_WEIGHT}{k.kind.label!r}.")
     if k.input2_bytes is not None and k.kind.num_inputs != 2:
         s.add(
@@ -353,7 +352,7 @@ def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
             f"this kernel is {k.kind.label!r}.",
         )
     for flag in ("skip_weight", "use_effective_stage"):
-        if getattr(k, flag) and k.kind is not KernelKind.GEMM_WEIGHT:
+        if getattr(k, flag) and not k.kind.has_weight:
             s.add(f"{kp}.{flag}", f"{_ONLY_WEIGHT}{k.kind.label!r}.")
     for size in ("input_bytes", "input2_bytes", "weight_bytes", "output_bytes"):
         s.ge_opt(f"{kp}.{size}", getattr(k, size))
@@ -374,7 +373,7 @@ def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
             f"cannot be 'k' for an {k.kind.label} kernel (it has no k dimension).",
         )
     if k.sharding is None or k.sharding is Dim.NO:
-        if k.sharding is Dim.NO and sharding_rules and k.kind is KernelKind.GEMM_WEIGHT:
+        if k.sharding is Dim.NO and sharding_rules and k.kind.has_weight:
             _check_choice(s, kp, k)
         return
     if k.tiling is not Dim.NO and _dim_group(k.tiling) is _dim_group(k.sharding):

@@ -761,7 +761,7 @@ class _Builder:
             out["input2_bytes"] = self.size(node, "input_tensor_2_size")
         else:
             out["input_bytes"] = self.size(node, "input_tensor_size")
-        if kind is KernelKind.GEMM_WEIGHT:
+        if kind.has_weight:
             out["weight_bytes"] = self.size(node, "weight_tensor_size")
             out["skip_weight"] = bool(node.get("skip_weight", False))
             out["use_effective_stage"] = bool(node.get("use_effective_stage", False))

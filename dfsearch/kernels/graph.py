@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from dfsearch.codes import Collective, ComputeType, Dim, KernelKind
+from dfsearch.codes import Collective, ComputeType, Dim
 from dfsearch.spec import Graph, Kernel
 
 __all__ = [
@@ -143,7 +143,7 @@ def sharding_choices(k: Kernel) -> tuple[Dim, ...]:
         return (Dim.OUTER,)
     sizes = {Dim.OUTER: k.outer, Dim.M: k.m, Dim.K: k.k if k.kind.has_k else 1, Dim.N: k.n}
     out = [d for d in (Dim.OUTER, Dim.M, Dim.K, Dim.N) if sizes[d] > 1 and d is not k.tiling]
-    if k.kind is not KernelKind.GEMM_WEIGHT:
+    if not k.kind.has_weight:
         out.append(Dim.NO)
     return tuple(out)
 
@@ -176,7 +176,7 @@ def downstream_layout(consumer: Kernel, operand: int, choice: Dim) -> Layout:
         cls = "k_tiling"
     elif consumer.type is ComputeType.SIMD:
         cls = "simd"
-    elif consumer.kind is KernelKind.GEMM_WEIGHT or operand == 1:
+    elif consumer.kind.has_weight or operand == 1:
         cls = "operand1"
     else:
         cls = "operand2"

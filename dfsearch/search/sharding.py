@@ -95,9 +95,25 @@ def solve_sharding(
     """
     kernels = graph.kernels
     st = GraphStructure.of(graph)
-    n = len(kernels)
+    domains = _domains(graph)
+    factors = _factors(graph, st, domains, unary_time or _default_unary(graph), edge_time)
+    choice = _eliminate(len(kernels), domains, factors)
+    sharding = tuple(domains[i][choice[i]] for i in range(len(kernels)))
+    colls = []
+    for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        up = upstream_layout(sharding[a])
+        colls.append(relayout(up, downstream_layout(kernels[b], st.operand[e], sharding[b])))
+    return ShardingSolution(sharding, sharding_bytes(graph, sharding), tuple(colls))
+
+
+#: a cost factor: its scope (sorted kernel indices) and a table {choice indices: cost}
+Factor = tuple[tuple[int, ...], dict[tuple[int, ...], Cost]]
+
+
+def _domains(graph: Graph) -> list[tuple[Dim, ...]]:
+    """The legal sharding choices of every kernel."""
     domains: list[tuple[Dim, ...]] = []
-    for i, k in enumerate(kernels):
+    for i, k in enumerate(graph.kernels):
         try:
             dom = sharding_choices(k)
         except ValueError as exc:  # pragma: no cover - validation catches this first
@@ -108,10 +124,15 @@ def solve_sharding(
                 f"(tiling {k.tiling.label}, dims outer={k.outer} m={k.m} k={k.k} n={k.n})."
             )
         domains.append(dom)
+    return domains
 
-    # factors: scope (sorted var tuple) -> table {assignment tuple: cost}
-    factors: list[tuple[tuple[int, ...], dict[tuple[int, ...], Cost]]] = []
-    unary = unary_time or _default_unary(graph)
+
+def _factors(graph: Graph, st: GraphStructure, domains: list[tuple[Dim, ...]],
+             unary: UnaryTime, edge_time: EdgeTime | None) -> list[Factor]:
+    """One unary factor per kernel (its all-reduce bytes) and one pairwise factor per
+    connected kernel pair (the bytes of the collectives its edges need)."""
+    kernels = graph.kernels
+    factors: list[Factor] = []
     for i, k in enumerate(kernels):
         table = {}
         for a, d in enumerate(domains[i]):
@@ -119,20 +140,23 @@ def solve_sharding(
             table[(a,)] = (_ar_bytes(k, d), t, b)
         factors.append(((i,), table))
     for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        if a == b:
+            continue
         size = st.tensor_bytes[e]
-        table: dict[tuple[int, ...], Cost] = {}
+        table = {}
         for ia, da in enumerate(domains[a]):
             for ib, db in enumerate(domains[b]):
                 coll = relayout(upstream_layout(da), downstream_layout(kernels[b], st.operand[e], db))
                 c = size if coll is not Collective.NONE else 0.0
                 t = edge_time(e, da, coll) if (edge_time and c) else 0.0
-                if a == b:
-                    continue
                 key = (ia, ib) if a < b else (ib, ia)
                 table[key] = _add(table.get(key, _ZERO), (c, t, 0.0))
-        if a != b:
-            factors.append(((min(a, b), max(a, b)), table))
+        factors.append(((min(a, b), max(a, b)), table))
+    return factors
 
+
+def _eliminate(n: int, domains: list[tuple[Dim, ...]], factors: list[Factor]) -> list[int]:
+    """Exact variable elimination (min-fill order) -> the minimising choice index per kernel."""
     order = _min_fill_order(n, [f[0] for f in factors])
     # eliminate variables one by one, remembering argmin tables for back-substitution
     trace: list[tuple[int, tuple[int, ...], dict[tuple[int, ...], int]]] = []
@@ -160,12 +184,7 @@ def solve_sharding(
     choice = [0] * n
     for v, scope, arg in reversed(trace):
         choice[v] = arg[tuple(choice[u] for u in scope)]
-    sharding = tuple(domains[i][choice[i]] for i in range(n))
-    colls = []
-    for e, (a, b) in enumerate(zip(st.src, st.dst)):
-        up = upstream_layout(sharding[a])
-        colls.append(relayout(up, downstream_layout(kernels[b], st.operand[e], sharding[b])))
-    return ShardingSolution(sharding, sharding_bytes(graph, sharding), tuple(colls))
+    return choice
 
 
 def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
