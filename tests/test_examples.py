@@ -28,6 +28,7 @@ EXPECTED = {
     "hpl_576gpu.toml",
     "fft_1024gpu.toml",
     "llm_decode.toml",
+    "llama3_8b_layer.toml",
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)

@@ -18,6 +18,7 @@ enough for the fields compared here (the real importer lives in dfsearch.io).
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import struct
 import subprocess
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 
 from dfsearch.codes import Collective, ComputeType, Dim, KernelKind, Phase
 from dfsearch.errors import SpecError
+from dfsearch.kernels import generators
 from dfsearch.kernels.generators import (
     GENERATORS,
     Generator,
@@ -558,9 +560,12 @@ def test_direct_calls_validate_too():
 # --------------------------------------------------------------------------- registry
 def test_registry_names_and_parameters():
     expected = {
-        "llm": ["hidden", "num_head", "head_dim", "seq", "word"],
-        "llm-fwd": ["hidden", "num_head", "head_dim", "seq", "word"],
-        "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim"],
+        "llm": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
+                "gated_ffn"],
+        "llm-fwd": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
+                    "gated_ffn"],
+        "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
+                       "num_kv_head", "gated_ffn"],
         "dlrm": ["mlp_dim", "bottom_num_mlp", "top_num_mlp", "pooled_row", "row", "num_table",
                  "emb_dim", "micro_batch_size", "word"],
         "hpl": ["n", "b", "iteration", "word"],
@@ -576,7 +581,10 @@ def test_registry_names_and_parameters():
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.values())
     optional = {(g.name, p.name, p.default) for g in GENERATORS.values() for p in g.params
                 if not p.required}
-    assert optional == {("hpl", "iteration", None), ("fft", "r", 2)}
+    llm_optional = {(g, p, d) for g in ("llm", "llm-fwd", "llm-decode")
+                    for p, d in (("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0))
+                    if (g, p) != ("llm-decode", "ffn_dim")}  # llm-decode keeps its mlp_dim
+    assert optional == {("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
     with pytest.raises(TypeError):
         GENERATORS["x"] = GENERATORS["llm"]  # read-only
 
@@ -594,3 +602,319 @@ def test_import_is_light():
             "sorted(m for m in ('numba', 'numpy') if m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 
+
+
+# --------------------------------------------------------------------------- current LLM layers
+# Grouped-query attention (num_kv_head), FFN width (ffn_dim) and SwiGLU (gated_ffn). The
+# closed forms below are written from the layer's algebra (docs/spec.md, "(a) a generator"),
+# not from the generator's output.
+LLAMA3_8B = dict(hidden=4096, num_head=32, head_dim=128, seq=8192, word=2, num_kv_head=8,
+                 ffn_dim=14336, gated_ffn=1)
+GQA_SMALL = dict(hidden=256, num_head=8, head_dim=32, seq=128, word=2, num_kv_head=2,
+                 ffn_dim=704, gated_ffn=1)
+
+
+def gemm_flop(g: Graph) -> float:
+    return sum(k.flop for k in g.kernels if k.type is ComputeType.SYSTOLIC)
+
+
+def simd_flop(g: Graph) -> float:
+    return sum(k.flop for k in g.kernels if k.type is ComputeType.SIMD)
+
+
+def llm_fwd_gemm_closed_form(h: int, a: int, d: int, g: int, f: int, s: int, gated: bool) -> int:
+    """Forward GEMM FLOP of one layer on s tokens: Q, K, V projections 2·s·h·(h + 2·g·d),
+    output projection 2·s·h·h, scores and context 2·2·s·s·h (a·d = h), FFN 2·s·h·f·(3|2)."""
+    assert a * d == h
+    return (2 * s * h * (h + 2 * g * d) + 2 * s * h * h + 2 * 2 * s * s * h
+            + 2 * s * h * f * (3 if gated else 2))
+
+
+def _shape(p: dict) -> tuple[int, int, int, int, int, int, bool]:
+    h, a = p["hidden"], p["num_head"]
+    f = p.get("ffn_dim") or p.get("mlp_dim") or 4 * h
+    return (h, a, p["head_dim"], p.get("num_kv_head") or a, f, p.get("seq", 1),
+            bool(p.get("gated_ffn", 0)))
+
+
+LLM_VARIANTS = [
+    GPT3_1_5B,  # defaults: DFModel's layer
+    LLAMA3_8B,
+    GQA_SMALL,
+    {**GQA_SMALL, "gated_ffn": 0},  # GQA, GeLU FFN of width 704
+    {**GQA_SMALL, "num_kv_head": 1},  # multi-query attention
+    {**GQA_SMALL, "num_kv_head": 8, "ffn_dim": 1},  # full MHA, degenerate FFN
+    dict(hidden=96, num_head=6, head_dim=16, seq=7, word=4, num_kv_head=3, gated_ffn=1),
+]
+
+
+@pytest.mark.parametrize("params", LLM_VARIANTS)
+def test_llm_variant_gemm_flop_closed_form(params):
+    h, a, d, g, f, s, gated = _shape(params)
+    fwd = llm_fwd_gemm_closed_form(h, a, d, g, f, s, gated)
+    # backward = 2 x forward: every weight GEMM has a data- and a weight-gradient GEMM of its
+    # FLOP, each of the two attention GEMMs two backward GEMMs of its FLOP
+    assert gemm_flop(llm_fwdbwd(**params)) == 3 * fwd
+    assert gemm_flop(llm_fwd(**params)) == fwd
+    # elementwise: forward 7hs + 2as² + fs, backward 4hs + 2as² + fs (GeLU) or 2fs (SwiGLU)
+    n_f = 3 if gated else 2
+    assert simd_flop(llm_fwdbwd(**params)) == 11 * h * s + 4 * a * s * s + n_f * f * s
+    assert simd_flop(llm_fwd(**params)) == 7 * h * s + 2 * a * s * s + f * s
+
+
+def test_llama3_8b_layer_flop():
+    g = llm_fwdbwd(**LLAMA3_8B)
+    # 2·8192·4096·(4096 + 2·1024) + 2·8192·4096² + 4·8192²·4096 + 6·8192·4096·14336
+    assert gemm_flop(llm_fwd(**LLAMA3_8B)) == 4_672_924_418_048
+    assert gemm_flop(g) == 14_018_773_254_144
+    # the weight GEMMs alone are 6 x parameters x tokens (the usual training estimate)
+    params = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336
+    weight_gemms = [k for k in g.kernels if k.type is ComputeType.SYSTOLIC
+                    and not k.name.startswith("MHA_GEMM")]
+    assert sum(k.flop for k in weight_gemms) == 6 * params * 8192
+
+
+@pytest.mark.parametrize(
+    "params",
+    [LLAMA3_8B_DECODE, {**LLAMA3_8B_DECODE, "num_kv_head": 8, "gated_ffn": 1},
+     {**SMALL["llm-decode"], "num_kv_head": 1, "gated_ffn": 1},
+     {**SMALL["llm-decode"], "num_kv_head": 2}],
+)
+def test_llm_decode_variant_flop_closed_form(params):
+    h, a, d, g, f, _, gated = _shape(params)
+    L = params["seq_window"] + 1
+    n_f = 3 if gated else 2
+    decode = llm_decode(**params)
+    # Q, K, V, PROJ + scores/context over L positions + the SYSTOLIC K/V-cache copies + FFN
+    assert gemm_flop(decode) == (2 * h * (h + 2 * g * d) + 2 * h * h + 2 * 2 * h * L
+                                 + 2 * 2 * g * d * L + 2 * h * f * n_f)
+    assert simd_flop(decode) == 7 * h + 2 * a * L + f
+
+
+@pytest.mark.parametrize(
+    "name, params, explicit",
+    [
+        ("llm", GPT3_1_5B, dict(num_kv_head=16, ffn_dim=4 * 2048, gated_ffn=0)),
+        ("llm", GPT3_1T, dict(num_kv_head=160, ffn_dim=4 * 25600, gated_ffn=0)),
+        ("llm", SMALL["llm"], dict(num_kv_head=4, ffn_dim=256, gated_ffn=0)),
+        ("llm-fwd", GPT3_1_5B, dict(num_kv_head=16, ffn_dim=8192, gated_ffn=0)),
+        ("llm-decode", LLAMA3_8B_DECODE, dict(num_kv_head=32, gated_ffn=0)),
+        ("llm-decode", SMALL["llm-decode"], dict(num_kv_head=4, gated_ffn=0)),
+    ],
+)
+def test_defaults_are_the_old_layer(name, params, explicit):
+    g = generate(name, params)
+    assert g == generate(name, {**params, **explicit})
+    counts = {"llm": (41, 53), "llm-fwd": (18, 21), "llm-decode": (20, 23)}[name]
+    assert (len(g.kernels), len(g.connections)) == counts
+
+
+def test_explicit_old_parameters_reproduce_dfmodel_files():
+    explicit = dict(num_kv_head=16, ffn_dim=8192, gated_ffn=0)
+    assert_same_graph(llm_fwdbwd(**GPT3_1_5B, **explicit),
+                      CASES / "gpt3_1.5B_seq1024_a100x4_ring_tp4" / "setup.txt")
+    assert_same_graph(llm_decode(**LLAMA3_8B_DECODE, num_kv_head=32, gated_ffn=0),
+                      DATA / "gen_llama3_8B_SN40L_decode_setup.txt")
+
+
+@pytest.mark.parametrize(
+    "name, params, n_kernels, n_edges",
+    [
+        ("llm", GQA_SMALL, 45, 63),
+        ("llm", {**GQA_SMALL, "gated_ffn": 0}, 41, 53),
+        ("llm-fwd", GQA_SMALL, 19, 23),
+        ("llm-decode", {**SMALL["llm-decode"], "gated_ffn": 1, "num_kv_head": 2}, 21, 25),
+    ],
+)
+def test_variant_counts_order_and_validity(name, params, n_kernels, n_edges):
+    from dfsearch.validate import validate_graph
+
+    g = generate(name, params)
+    assert (len(g.kernels), len(g.connections)) == (n_kernels, n_edges)
+    assert validate_graph(g) == []
+    assert [k.id for k in g.kernels] == list(range(1, n_kernels + 1))
+    pos = g.index()
+    assert all(pos[c.src] < pos[c.dst] for c in g.connections)
+    phases = [k.phase for k in g.kernels]
+    assert phases == sorted(phases, key=lambda p: p is Phase.BWD)  # forward kernels first
+    # every tensor is one of its consumer's inputs: producers feed matching operands
+    by_name = {k.name: k for k in g.kernels}
+    for c in g.connections:
+        dst = by_name[c.dst]
+        assert by_name[c.src].output_bytes in (dst.input_bytes, dst.input2_bytes), c
+
+
+def test_llm_fwd_is_the_forward_half_of_every_variant():
+    for params in LLM_VARIANTS:
+        full, fwd = llm_fwdbwd(**params), llm_fwd(**params)
+        n = sum(k.phase is Phase.FWD for k in full.kernels)
+        assert fwd.kernels == full.kernels[:n]
+        names = {k.name for k in fwd.kernels}
+        assert fwd.connections == tuple(c for c in full.connections
+                                        if c.src in names and c.dst in names)
+
+
+def test_gated_ffn_kernels_and_edges():
+    h, f, s, w = 256, 704, 128, 2
+    g = llm_fwdbwd(**GQA_SMALL)
+    k = {x.name: x for x in g.kernels}
+    assert [x.name for x in g.kernels[13:18]] == [
+        "FFN_gate", "FFN_up", "SwiGLU", "FFN_down", "DropOut_3"]
+    assert not {"FFN0", "FFN1", "GeLU"} & set(k)
+    for name in ("FFN_gate", "FFN_up"):
+        assert (k[name].m, k[name].k, k[name].n) == (f, h, s)
+    assert (k["FFN_down"].m, k["FFN_down"].k) == (h, f)
+    assert k["SwiGLU"].kind is KernelKind.ELEMENTWISE2 and k["SwiGLU"].type is ComputeType.SIMD
+    edges = {(c.src, c.dst) for c in g.connections}
+    assert {("LayerNorm_2", "FFN_gate"), ("LayerNorm_2", "FFN_up"), ("FFN_gate", "SwiGLU"),
+            ("FFN_up", "SwiGLU"), ("SwiGLU", "FFN_down"), ("FFN_down", "DropOut_3"),
+            ("DropOut_3_bwd", "FFN_down_bwd"), ("FFN_down_bwd", "SwiGLU_bwd_gate"),
+            ("FFN_down_bwd", "SwiGLU_bwd_up"), ("SwiGLU_bwd_gate", "FFN_gate_bwd"),
+            ("SwiGLU_bwd_up", "FFN_up_bwd"), ("FFN_gate_bwd", "LayerNorm_2_bwd"),
+            ("FFN_up_bwd", "LayerNorm_2_bwd")} <= edges
+    # each weight GEMM: one data-gradient GEMM (same FLOP, same weight) and one weight-gradient
+    # GEMM (same FLOP) whose output, its weight's bytes, is all-reduced periodically
+    weighted = [x for x in g.kernels if x.kind is KernelKind.GEMM_WEIGHT and x.phase is Phase.FWD]
+    assert [x.name for x in weighted] == ["Q", "K", "V", "PROJ_GEMM", "FFN_gate", "FFN_up",
+                                          "FFN_down"]
+    for x in weighted:
+        bwd, upd = k[f"{x.name}_bwd"], k[f"{x.name}_bwd_weight_update"]
+        assert bwd.flop == upd.flop == x.flop and bwd.weight_bytes == x.weight_bytes
+        assert upd.kind is KernelKind.GEMM and upd.tiling is Dim.K and upd.k == s
+        assert upd.communication is Collective.ALL_REDUCE_PERIODIC
+        assert upd.communication_bytes == upd.output_bytes == x.weight_bytes
+        assert {c.src for c in g.connections if c.dst == upd.name} <= {x.name for x in g.kernels}
+    assert k["FFN_gate"].weight_bytes == f * h * w
+    assert [x.name for x in g.kernels if x.name.endswith("_weight_update")] == [
+        "FFN_down_bwd_weight_update", "FFN_gate_bwd_weight_update", "FFN_up_bwd_weight_update",
+        "PROJ_GEMM_bwd_weight_update", "V_bwd_weight_update", "K_bwd_weight_update",
+        "Q_bwd_weight_update"]
+
+
+def test_grouped_query_attention_sizes():
+    h, a, d, gkv, s, w = 256, 8, 32, 2, 128, 2
+    g = llm_fwdbwd(**GQA_SMALL)
+    k = {x.name: x for x in g.kernels}
+    kv_act, kv_wt = gkv * d * s * w, h * gkv * d * w
+    for name in ("K", "V"):
+        assert (k[name].outer, k[name].m, k[name].k) == (gkv, d, h)
+        assert (k[name].weight_bytes, k[name].output_bytes) == (kv_wt, kv_act)
+        assert k[f"{name}_bwd_weight_update"].communication_bytes == kv_wt
+        assert k[f"{name}_bwd"].flop == k[name].flop == 2 * h * gkv * d * s
+    assert (k["Q"].outer, k["Q"].weight_bytes) == (a, h * h * w)
+    # the attention GEMMs keep all a query heads; each K/V head serves a / g of them
+    for name in ("MHA_GEMM_1", "MHA_GEMM_2", "MHA_GEMM_1_bwd1", "MHA_GEMM_2_bwd2"):
+        assert k[name].outer == a
+    assert k["MHA_GEMM_1"].input2_bytes == k["MHA_GEMM_2"].input_bytes == kv_act
+    assert k["MHA_GEMM_1_bwd2"].output_bytes == k["MHA_GEMM_2_bwd2"].output_bytes == kv_act
+    dec = llm_decode(**{**SMALL["llm-decode"], "num_kv_head": 2})
+    kd = {x.name: x for x in dec.kernels}
+    sw, tp = SMALL["llm-decode"]["seq_window"], SMALL["llm-decode"]["tp"]
+    assert kd["K_cache"].memory_bytes == w * 2 * 16 * sw / tp  # g·d·window·word / tp
+    assert kd["V"].memory_bytes == 64 * 2 * 16 * w / tp
+    assert (kd["K_cache"].outer, kd["K_cache"].n) == (2, sw + 1)
+
+
+@pytest.mark.parametrize(
+    "name, change, path, message",
+    [
+        ("llm", {"num_kv_head": 5}, "graph.num_kv_head",
+         "must divide num_head (4): each key/value head serves the same number of query "
+         "heads. Got 5 instead."),
+        ("llm-fwd", {"num_kv_head": 3}, "graph.num_kv_head", "must divide num_head (4)"),
+        ("llm-decode", {"num_kv_head": 3}, "graph.num_kv_head", "must divide num_head (4)"),
+        ("llm", {"num_kv_head": 0}, "graph.num_kv_head", "must be > 0. Got 0 instead."),
+        ("llm", {"gated_ffn": 2}, "graph.gated_ffn", "must be 0 or 1. Got 2 instead."),
+        ("llm-decode", {"gated_ffn": -1}, "graph.gated_ffn", "must be 0 or 1. Got -1 instead."),
+        ("llm", {"gated_ffn": True}, "graph.gated_ffn", "must be an integer. Got True instead."),
+        ("llm", {"ffn_dim": 0}, "graph.ffn_dim", "must be > 0. Got 0 instead."),
+        ("llm-fwd", {"ffn_dim": -7}, "graph.ffn_dim", "must be > 0. Got -7 instead."),
+    ],
+)
+def test_bad_new_parameters(name, change, path, message):
+    with pytest.raises(SpecError) as err:
+        generate(name, {**SMALL[name], **change})
+    (issue,) = err.value.issues
+    assert issue.path == path and message in issue.message
+
+
+def test_bad_new_parameters_in_direct_calls_and_with_name_problems():
+    with pytest.raises(SpecError, match=r"^graph.num_kv_head must divide num_head \(32\)"):
+        llm_fwdbwd(**{**LLAMA3_8B, "num_kv_head": 6})
+    with pytest.raises(SpecError) as err:  # reported next to an unknown key
+        generate("llm", {**SMALL["llm"], "gated_ffn": 3, "ffn_dims": 8})
+    assert [i.path for i in err.value.issues] == ["graph.ffn_dims", "graph.gated_ffn"]
+
+
+_TINY_GQA_SPEC = """
+# A tiny Llama-like training layer: grouped-query attention and a SwiGLU FFN.
+[workload]
+kind = "llm"
+hidden_dim = 256
+num_head = 8
+head_dim = 32
+seq_len = 128
+num_layer = 2
+global_batch_size = 4
+micro_batch_size = 1
+
+[graph]
+generator = "llm"
+num_kv_head = 2
+ffn_dim = 704
+gated_ffn = 1
+
+[system]
+num_chip = 2
+
+[system.accelerator]
+cores = 64
+systolic_width = 16
+systolic_height = 16
+sram_bytes = 64e6
+freq_GHz = 1.0
+
+[system.memory]
+dram_bw_GBps = 1000.0
+
+[[system.network]]
+topology = "ring"
+size = 2
+link_bw_GBps = 100.0
+parallelism = "tp"
+
+[execution]
+num_config = 2
+word_bytes = 2
+"""
+
+
+def test_spec_with_new_parameters_loads_and_runs(tmp_path):
+    from typer.testing import CliRunner
+
+    from dfsearch.cli import app
+    from dfsearch.loader import load_spec, load_toml_spec
+
+    path = tmp_path / "tiny_gqa.toml"
+    path.write_text(_TINY_GQA_SPEC)
+    spec = load_spec(path)
+    assert spec.graph == llm_fwdbwd(**GQA_SMALL)  # hidden, heads, seq and word from the spec
+    out = tmp_path / "out.json"
+    r = CliRunner().invoke(app, ["run", str(path), "--quiet", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    assert res["final_s"] > 0 and 0 < res["utilization"] <= 1
+    bad = _TINY_GQA_SPEC.replace("num_kv_head = 2", "num_kv_head = 3")
+    with pytest.raises(SpecError) as err:
+        load_toml_spec(bad, file="bad.toml", base_dir=tmp_path)
+    (issue,) = err.value.issues
+    assert issue.path == "graph.num_kv_head" and "must divide num_head (8)" in issue.message
+
+
+def test_llama3_example_is_the_documented_layer():
+    from dfsearch.loader import load_spec
+
+    spec = load_spec(Path(generators.__file__).parents[1] / "examples" / "llama3_8b_layer.toml")
+    assert spec.graph == llm_fwdbwd(**LLAMA3_8B)
+    assert gemm_flop(spec.graph) == 3 * llm_fwd_gemm_closed_form(
+        4096, 32, 128, 8, 14336, 8192, True)

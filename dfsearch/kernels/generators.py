@@ -6,6 +6,10 @@ variants, dimensions, tiling, forward/backward marks, communication presets, ``m
 and connections in the same order. Byte sizes are rounded to float32 (:func:`f32`) because
 DFModel stores them in protobuf ``float`` fields.
 
+The LLM generators also take optional parameters DFModel's scripts do not have, for current
+models: ``num_kv_head`` (grouped-query attention), ``ffn_dim`` (FFN width) and ``gated_ffn``
+(SwiGLU FFN); left out, the graph is DFModel's.
+
 The registry :data:`GENERATORS` and :func:`generate` serve the CLI and the TOML loader
 (``generator = "llm"`` plus integer parameters).
 
@@ -14,6 +18,10 @@ The registry :data:`GENERATORS` and :func:`generate` serve the CLI and the TOML 
 (41, 53)
 >>> g.kernels[2].name, g.kernels[2].outer, g.kernels[2].m, g.kernels[2].weight_bytes
 ('Q', 16, 128, 8388608.0)
+>>> g = llm_fwdbwd(hidden=4096, num_head=32, head_dim=128, seq=8192, word=2,
+...                num_kv_head=8, ffn_dim=14336, gated_ffn=1)
+>>> len(g.kernels), len(g.connections), g.kernels[3].name, g.kernels[3].outer
+(45, 63, 'K', 8)
 >>> generate("hpl", {"n": 4096, "b": 1024, "word": 8}).kernels[-1].m
 1024
 """
@@ -123,12 +131,22 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 
 
 # --------------------------------------------------------------------------- validation
+#: Parameters that are 0/1 switches rather than sizes.
+_FLAGS = frozenset({"gated_ffn"})
+
+
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
-    """Each value must be an integer > 0."""
+    """Each value must be an integer > 0 (a flag of :data:`_FLAGS`: 0 or 1); ``None``
+    stands for an optional parameter left out and is skipped."""
     issues = []
     for key, v in values.items():
+        if v is None:
+            continue
         if isinstance(v, bool) or not isinstance(v, Integral):
             issues.append(Issue(f"{path}.{key}", f"must be an integer. Got {v!r} instead."))
+        elif key in _FLAGS:
+            if v not in (0, 1):
+                issues.append(Issue(f"{path}.{key}", f"must be 0 or 1. Got {v!r} instead."))
         elif v <= 0:
             issues.append(Issue(f"{path}.{key}", f"must be > 0. Got {v!r} instead."))
         elif v > MAX_PARAM:
@@ -156,6 +174,16 @@ def _issues_heads(hidden: int, num_head: int, head_dim: int, path: str) -> list[
             f"{path}.hidden",
             f"must equal num_head * head_dim ({num_head} * {head_dim} = "
             f"{num_head * head_dim}). Got {hidden} instead.",
+        )]
+    return []
+
+
+def _issues_kv_heads(num_head: int, num_kv_head: int | None, path: str) -> list[Issue]:
+    if num_kv_head is not None and num_head % num_kv_head:
+        return [Issue(
+            f"{path}.num_kv_head",
+            f"must divide num_head ({num_head}): each key/value head serves the same number "
+            f"of query heads. Got {num_kv_head} instead.",
         )]
     return []
 
@@ -190,13 +218,13 @@ def _check(issues: list[Issue]) -> None:
 
 def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]:
     """All problems of one generator's (complete) parameter set."""
-    present = {k: v for k, v in values.items() if v is not None}
-    issues = _issues_positive(present, path)
+    issues = _issues_positive(values, path)
     if issues:
         return issues
     v = values
     if name in ("llm", "llm-fwd", "llm-decode"):
         issues += _issues_heads(v["hidden"], v["num_head"], v["head_dim"], path)
+        issues += _issues_kv_heads(v["num_head"], v.get("num_kv_head"), path)  # type: ignore[arg-type]
     elif name == "hpl":
         issues += _issues_hpl(v["n"], v["b"], v.get("iteration"), path)
         it = v.get("iteration") or v["n"] // v["b"]  # type: ignore[operator]
@@ -215,99 +243,289 @@ _SYS, _SIMD = ComputeType.SYSTOLIC, ComputeType.SIMD
 _GW, _GII = KernelKind.GEMM_WEIGHT, KernelKind.GEMM
 _EW1, _EW2 = KernelKind.ELEMENTWISE, KernelKind.ELEMENTWISE2
 
-#: Edges of the LLM training layer, as (startIdx, endIdx); the first 21 are
-#: the forward half (``generate_LLM_fwd.py``).
-_LLM_EDGES = [
-    (1, 2), (2, 3), (2, 4), (2, 5), (3, 6), (4, 6), (6, 7), (7, 8), (5, 9), (8, 9), (9, 10),
-    (10, 11), (11, 12), (1, 12), (12, 13), (13, 14), (14, 15), (15, 16), (16, 17), (17, 18),
-    (12, 18), (19, 20), (20, 21), (21, 22), (22, 23), (23, 24), (24, 25), (25, 26), (26, 27),
-    (5, 27), (26, 28), (8, 28), (27, 30), (28, 29), (30, 31), (31, 32), (31, 33), (4, 32),
-    (3, 33), (32, 34), (33, 35), (20, 36), (15, 36), (22, 37), (13, 37), (25, 38), (9, 38),
-    (28, 39), (2, 39), (33, 40), (2, 40), (32, 41), (2, 41),
-]
-_LLM_FWD_KERNELS = 18
-_LLM_FWD_EDGES = 21
+#: One kernel row: name, type, kind, (outer, M, K, N), input bytes, input2 or weight bytes,
+#: output bytes.
+_Row = tuple[str, ComputeType, KernelKind, tuple[int, int, int, int], float, float | None, float]
+#: One weight-gradient row: name, (outer, M, K, N), input, input2, output (= weight) bytes.
+_Update = tuple[str, tuple[int, int, int, int], float, float, float]
+_Edge = tuple[str, str]
 
 
-def _llm_kernels(h: int, a: int, d: int, s: int, w: int) -> tuple[Kernel, ...]:
-    """The 41 kernels of one LLM training layer."""
-    hs, ss, wt = h * s * w, a * s * s * w, h * h * w  # activation, score, weight bytes
-    rows = [
-        # name, phase, type, kind, (outer, M, K, N), in1, in2 or weight, out
-        ("Add_Prev_Layer", _F, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("LayerNorm_1", _F, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("Q", _F, _SYS, _GW, (a, d, h, s), hs, wt, hs),
-        ("K", _F, _SYS, _GW, (a, d, h, s), hs, wt, hs),
-        ("V", _F, _SYS, _GW, (a, d, h, s), hs, wt, hs),
-        ("MHA_GEMM_1", _F, _SYS, _GII, (a, s, d, s), hs, hs, ss),
-        ("SOFTMAX", _F, _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
-        ("DropOut_1", _F, _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
-        ("MHA_GEMM_2", _F, _SYS, _GII, (a, d, s, s), hs, ss, hs),
-        ("PROJ_GEMM", _F, _SYS, _GW, (1, h, h, s), hs, wt, hs),
-        ("DropOut_2", _F, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("Add_1", _F, _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
-        ("LayerNorm_2", _F, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("FFN0", _F, _SYS, _GW, (1, 4 * h, h, s), hs, 4 * wt, 4 * hs),
-        ("GeLU", _F, _SIMD, _EW1, (1, 4 * h, 1, s), 4 * hs, None, 4 * hs),
-        ("FFN1", _F, _SYS, _GW, (1, h, 4 * h, s), 4 * hs, 4 * wt, hs),
-        ("DropOut_3", _F, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("Add_2", _F, _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
-        ("Loss_bwd", _B, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("DropOut_3_bwd", _B, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("FFN1_bwd", _B, _SYS, _GW, (1, 4 * h, h, s), hs, 4 * wt, 4 * hs),
-        ("GeLU_bwd", _B, _SIMD, _EW1, (1, 4 * h, 1, s), 4 * hs, None, 4 * hs),
-        ("FFN0_bwd", _B, _SYS, _GW, (1, h, 4 * h, s), 4 * hs, 4 * wt, hs),
-        ("LayerNorm_2_bwd", _B, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("DropOut_2_bwd", _B, _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        ("PROJ_GEMM_bwd", _B, _SYS, _GW, (1, h, h, s), hs, wt, hs),
-        ("MHA_GEMM_2_bwd1", _B, _SYS, _GII, (a, s, d, s), hs, hs, ss),
-        ("MHA_GEMM_2_bwd2", _B, _SYS, _GII, (a, d, s, s), hs, ss, hs),
-        ("V_bwd", _B, _SYS, _GW, (1, h, h, s), hs, wt, hs),  # outer 1, M h (as DFModel)
-        ("DropOut_1_bwd", _B, _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
-        ("SOFTMAX_bwd", _B, _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
-        ("MHA_GEMM_1_bwd1", _B, _SYS, _GII, (a, d, s, s), ss, hs, hs),
-        ("MHA_GEMM_1_bwd2", _B, _SYS, _GII, (a, d, s, s), ss, hs, hs),
-        ("Q_bwd", _B, _SYS, _GW, (a, d, h, s), hs, wt, hs),
-        ("K_bwd", _B, _SYS, _GW, (a, d, h, s), hs, wt, hs),
+@dataclass(frozen=True)
+class _Layer:
+    """Sizes of one transformer layer: width h, query heads a, key/value heads g, head size d
+    (a * d = h), FFN width f, tokens s, bytes per element w, SwiGLU (gated) or GeLU FFN."""
+
+    h: int
+    a: int
+    g: int
+    d: int
+    f: int
+    s: int
+    w: int
+    gated: bool
+
+    @property
+    def hs(self) -> int:  # one activation, h x s
+        return self.h * self.s * self.w
+
+    @property
+    def kvs(self) -> int:  # K or V activation, g*d x s
+        return self.g * self.d * self.s * self.w
+
+    @property
+    def fs(self) -> int:  # FFN inner activation, f x s
+        return self.f * self.s * self.w
+
+    @property
+    def ss(self) -> int:  # attention scores, a x s x s
+        return self.a * self.s * self.s * self.w
+
+
+def _ffn_fwd_rows(h: int, f: int, n: int, act: float, inner: float, wt: float,
+                  gated: bool) -> list[_Row]:
+    """The forward FFN on ``n`` tokens: GeLU (FFN0, GeLU, FFN1) or SwiGLU
+    (FFN_gate, FFN_up, SwiGLU = SiLU(gate) x up, FFN_down); ``act``/``inner`` are the h x n
+    and f x n activation bytes, ``wt`` the bytes of one f x h weight."""
+    if not gated:
+        return [
+            ("FFN0", _SYS, _GW, (1, f, h, n), act, wt, inner),
+            ("GeLU", _SIMD, _EW1, (1, f, 1, n), inner, None, inner),
+            ("FFN1", _SYS, _GW, (1, h, f, n), inner, wt, act),
+        ]
+    return [
+        ("FFN_gate", _SYS, _GW, (1, f, h, n), act, wt, inner),
+        ("FFN_up", _SYS, _GW, (1, f, h, n), act, wt, inner),
+        ("SwiGLU", _SIMD, _EW2, (1, f, 1, n), inner, inner, inner),
+        ("FFN_down", _SYS, _GW, (1, h, f, n), inner, wt, act),
     ]
-    kernels = []
-    for kid, (name, phase, ctype, kind, dims, in1, second, out) in enumerate(rows, start=1):
-        extra = {"weight_bytes": second} if kind is _GW else {"input2_bytes": second}
-        kernels.append(_kernel(kid, name, kind, ctype, phase, dims, Dim.N,
-                               input_bytes=in1, output_bytes=out, **extra))
-    # Weight-gradient kernels: GEMM of two activations over the sequence (K tiled), whose
-    # output is the weight gradient, all-reduced across data-parallel replicas.
-    updates = [
-        ("FFN1_bwd_weight_update", (1, 4 * h, s, h), hs, 4 * hs, 4 * wt),
-        ("FFN0_bwd_weight_update", (1, h, s, 4 * h), 4 * hs, hs, 4 * wt),
+
+
+def _llm_fwd_rows(x: _Layer) -> list[_Row]:
+    """The forward kernels of one training layer (DFModel's order, FFN per :func:`_ffn_fwd_rows`)."""
+    h, a, g, d, s = x.h, x.a, x.g, x.d, x.s
+    hs, kv, ss, wt, kvwt = x.hs, x.kvs, x.ss, h * h * x.w, h * g * d * x.w
+    return [
+        ("Add_Prev_Layer", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("LayerNorm_1", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("Q", _SYS, _GW, (a, d, h, s), hs, wt, hs),
+        ("K", _SYS, _GW, (g, d, h, s), hs, kvwt, kv),
+        ("V", _SYS, _GW, (g, d, h, s), hs, kvwt, kv),
+        ("MHA_GEMM_1", _SYS, _GII, (a, s, d, s), hs, kv, ss),  # each K head serves a/g heads
+        ("SOFTMAX", _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
+        ("DropOut_1", _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
+        ("MHA_GEMM_2", _SYS, _GII, (a, d, s, s), kv, ss, hs),
+        ("PROJ_GEMM", _SYS, _GW, (1, h, h, s), hs, wt, hs),
+        ("DropOut_2", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("Add_1", _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
+        ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        *_ffn_fwd_rows(h, x.f, s, hs, x.fs, x.f * h * x.w, x.gated),
+        ("DropOut_3", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("Add_2", _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
+    ]
+
+
+def _llm_bwd_rows(x: _Layer) -> list[_Row]:
+    """The backward (data-gradient) kernels, in DFModel's order."""
+    h, a, g, d, f, s = x.h, x.a, x.g, x.d, x.f, x.s
+    hs, kv, ss, fs = x.hs, x.kvs, x.ss, x.fs
+    wt, kvwt, fwt = h * h * x.w, h * g * d * x.w, f * h * x.w
+    if x.gated:  # dA = W_down dY; dG, dU from SwiGLU's derivative; dX = W_gate dG + W_up dU
+        ffn = [
+            ("FFN_down_bwd", _SYS, _GW, (1, f, h, s), hs, fwt, fs),
+            ("SwiGLU_bwd_gate", _SIMD, _EW2, (1, f, 1, s), fs, fs, fs),
+            ("SwiGLU_bwd_up", _SIMD, _EW2, (1, f, 1, s), fs, fs, fs),
+            ("FFN_gate_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
+            ("FFN_up_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
+        ]
+    else:
+        ffn = [
+            ("FFN1_bwd", _SYS, _GW, (1, f, h, s), hs, fwt, fs),
+            ("GeLU_bwd", _SIMD, _EW1, (1, f, 1, s), fs, None, fs),
+            ("FFN0_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
+        ]
+    return [
+        ("Loss_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("DropOut_3_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        *ffn,
+        ("LayerNorm_2_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("DropOut_2_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("PROJ_GEMM_bwd", _SYS, _GW, (1, h, h, s), hs, wt, hs),
+        ("MHA_GEMM_2_bwd1", _SYS, _GII, (a, s, d, s), hs, kv, ss),  # dP = dO V^T
+        ("MHA_GEMM_2_bwd2", _SYS, _GII, (a, d, s, s), hs, ss, kv),  # dV = P^T dO, per KV head
+        ("V_bwd", _SYS, _GW, (1, h, g * d, s), kv, kvwt, hs),  # outer 1, M h (as DFModel)
+        ("DropOut_1_bwd", _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
+        ("SOFTMAX_bwd", _SIMD, _EW1, (a, s, 1, s), ss, None, ss),
+        ("MHA_GEMM_1_bwd1", _SYS, _GII, (a, d, s, s), ss, kv, hs),  # dQ = dS K
+        ("MHA_GEMM_1_bwd2", _SYS, _GII, (a, d, s, s), ss, hs, kv),  # dK = dS^T Q, per KV head
+        ("Q_bwd", _SYS, _GW, (a, d, h, s), hs, wt, hs),
+        ("K_bwd", _SYS, _GW, (g, d, h, s), kv, kvwt, hs),
+    ]
+
+
+def _llm_update_rows(x: _Layer) -> list[_Update]:
+    """Weight-gradient GEMMs over the sequence (K tiled): input 1 the incoming gradient,
+    input 2 the forward activation, output the weight gradient."""
+    h, g, d, f, s = x.h, x.g, x.d, x.f, x.s
+    hs, kv, fs = x.hs, x.kvs, x.fs
+    wt, kvwt, fwt = h * h * x.w, h * g * d * x.w, f * h * x.w
+    if x.gated:
+        ffn = [
+            ("FFN_down_bwd_weight_update", (1, f, s, h), hs, fs, fwt),
+            ("FFN_gate_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
+            ("FFN_up_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
+        ]
+    else:
+        ffn = [
+            ("FFN1_bwd_weight_update", (1, f, s, h), hs, fs, fwt),
+            ("FFN0_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
+        ]
+    return [
+        *ffn,
         ("PROJ_GEMM_bwd_weight_update", (1, h, s, h), hs, hs, wt),
-        ("V_bwd_weight_update", (1, h, s, h), hs, hs, wt),
-        ("K_bwd_weight_update", (1, h, s, h), hs, hs, wt),
+        ("V_bwd_weight_update", (1, h, s, g * d), kv, hs, kvwt),
+        ("K_bwd_weight_update", (1, h, s, g * d), kv, hs, kvwt),
         ("Q_bwd_weight_update", (1, h, s, h), hs, hs, wt),
     ]
-    for kid, (name, dims, in1, in2, out) in enumerate(updates, start=len(rows) + 1):
+
+
+def _ffn_fwd_edges(gated: bool) -> list[_Edge]:
+    if not gated:
+        return [("LayerNorm_2", "FFN0"), ("FFN0", "GeLU"), ("GeLU", "FFN1"), ("FFN1", "DropOut_3")]
+    return [("LayerNorm_2", "FFN_gate"), ("LayerNorm_2", "FFN_up"), ("FFN_gate", "SwiGLU"),
+            ("FFN_up", "SwiGLU"), ("SwiGLU", "FFN_down"), ("FFN_down", "DropOut_3")]
+
+
+def _llm_fwd_edges(gated: bool) -> list[_Edge]:
+    """Forward connections in DFModel's order (``generate_LLM_fwd.py``)."""
+    return [
+        ("Add_Prev_Layer", "LayerNorm_1"), ("LayerNorm_1", "Q"), ("LayerNorm_1", "K"),
+        ("LayerNorm_1", "V"), ("Q", "MHA_GEMM_1"), ("K", "MHA_GEMM_1"),
+        ("MHA_GEMM_1", "SOFTMAX"), ("SOFTMAX", "DropOut_1"), ("V", "MHA_GEMM_2"),
+        ("DropOut_1", "MHA_GEMM_2"), ("MHA_GEMM_2", "PROJ_GEMM"), ("PROJ_GEMM", "DropOut_2"),
+        ("DropOut_2", "Add_1"), ("Add_Prev_Layer", "Add_1"), ("Add_1", "LayerNorm_2"),
+        *_ffn_fwd_edges(gated),
+        ("DropOut_3", "Add_2"), ("Add_1", "Add_2"),
+    ]
+
+
+def _llm_bwd_edges(gated: bool) -> list[_Edge]:
+    """Backward and weight-gradient connections in DFModel's order. A backward kernel reads
+    the stored forward tensors it needs (V, DropOut_1, K, Q; for SwiGLU, the gate and up
+    projections); each weight gradient reads its incoming gradient and forward input."""
+    if gated:
+        ffn = [("DropOut_3_bwd", "FFN_down_bwd"),
+               ("FFN_down_bwd", "SwiGLU_bwd_gate"), ("FFN_gate", "SwiGLU_bwd_gate"),
+               ("FFN_up", "SwiGLU_bwd_gate"),
+               ("FFN_down_bwd", "SwiGLU_bwd_up"), ("FFN_gate", "SwiGLU_bwd_up"),
+               ("SwiGLU_bwd_gate", "FFN_gate_bwd"), ("SwiGLU_bwd_up", "FFN_up_bwd"),
+               ("FFN_gate_bwd", "LayerNorm_2_bwd"), ("FFN_up_bwd", "LayerNorm_2_bwd")]
+        ffn_updates = [
+            ("DropOut_3_bwd", "FFN_down_bwd_weight_update"),
+            ("SwiGLU", "FFN_down_bwd_weight_update"),
+            ("SwiGLU_bwd_gate", "FFN_gate_bwd_weight_update"),
+            ("LayerNorm_2", "FFN_gate_bwd_weight_update"),
+            ("SwiGLU_bwd_up", "FFN_up_bwd_weight_update"),
+            ("LayerNorm_2", "FFN_up_bwd_weight_update"),
+        ]
+    else:
+        ffn = [("DropOut_3_bwd", "FFN1_bwd"), ("FFN1_bwd", "GeLU_bwd"), ("GeLU_bwd", "FFN0_bwd"),
+               ("FFN0_bwd", "LayerNorm_2_bwd")]
+        ffn_updates = [
+            ("DropOut_3_bwd", "FFN1_bwd_weight_update"), ("GeLU", "FFN1_bwd_weight_update"),
+            ("GeLU_bwd", "FFN0_bwd_weight_update"), ("LayerNorm_2", "FFN0_bwd_weight_update"),
+        ]
+    return [
+        ("Loss_bwd", "DropOut_3_bwd"), *ffn,
+        ("LayerNorm_2_bwd", "DropOut_2_bwd"), ("DropOut_2_bwd", "PROJ_GEMM_bwd"),
+        ("PROJ_GEMM_bwd", "MHA_GEMM_2_bwd1"), ("V", "MHA_GEMM_2_bwd1"),
+        ("PROJ_GEMM_bwd", "MHA_GEMM_2_bwd2"), ("DropOut_1", "MHA_GEMM_2_bwd2"),
+        ("MHA_GEMM_2_bwd1", "DropOut_1_bwd"), ("MHA_GEMM_2_bwd2", "V_bwd"),
+        ("DropOut_1_bwd", "SOFTMAX_bwd"), ("SOFTMAX_bwd", "MHA_GEMM_1_bwd1"),
+        ("SOFTMAX_bwd", "MHA_GEMM_1_bwd2"), ("K", "MHA_GEMM_1_bwd1"), ("Q", "MHA_GEMM_1_bwd2"),
+        ("MHA_GEMM_1_bwd1", "Q_bwd"), ("MHA_GEMM_1_bwd2", "K_bwd"),
+        *ffn_updates,
+        ("DropOut_2_bwd", "PROJ_GEMM_bwd_weight_update"),
+        ("MHA_GEMM_2", "PROJ_GEMM_bwd_weight_update"),
+        ("MHA_GEMM_2_bwd2", "V_bwd_weight_update"), ("LayerNorm_1", "V_bwd_weight_update"),
+        ("MHA_GEMM_1_bwd2", "K_bwd_weight_update"), ("LayerNorm_1", "K_bwd_weight_update"),
+        ("MHA_GEMM_1_bwd1", "Q_bwd_weight_update"), ("LayerNorm_1", "Q_bwd_weight_update"),
+    ]
+
+
+def _row_kernels(rows: list[_Row], phase: Phase, first_id: int, tiling: Dim,
+                 memory: Mapping[str, float] | None = None) -> list[Kernel]:
+    """Kernels from rows, ids from ``first_id``; ``memory`` maps names to ``memory_bytes``."""
+    kernels = []
+    for kid, (name, ctype, kind, dims, in1, second, out) in enumerate(rows, start=first_id):
+        extra = {"weight_bytes": second} if kind is _GW else {"input2_bytes": second}
+        mem = (memory or {}).get(name, 0.0)
+        kernels.append(_kernel(kid, name, kind, ctype, phase, dims, tiling, memory_bytes=mem,
+                               input_bytes=in1, output_bytes=out, **extra))
+    return kernels
+
+
+def _llm_kernels(x: _Layer) -> tuple[Kernel, ...]:
+    """All kernels of one training layer: forward, backward, then weight gradients."""
+    fwd, bwd = _llm_fwd_rows(x), _llm_bwd_rows(x)
+    kernels = _row_kernels(fwd, _F, 1, Dim.N) + _row_kernels(bwd, _B, len(fwd) + 1, Dim.N)
+    # Weight-gradient kernels: GEMM of two activations over the sequence (K tiled), whose
+    # output is the weight gradient, all-reduced across data-parallel replicas.
+    for name, dims, in1, in2, out in _llm_update_rows(x):
         kernels.append(_kernel(
-            kid, name, _GII, _SYS, _B, dims, Dim.K,
+            len(kernels) + 1, name, _GII, _SYS, _B, dims, Dim.K,
             input_bytes=in1, input2_bytes=in2, output_bytes=out,
             communication=Collective.ALL_REDUCE_PERIODIC, communication_bytes=out,
         ))
     return tuple(kernels)
 
 
-def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int) -> Graph:
+def _connect_names(kernels: tuple[Kernel, ...], edges: list[_Edge],
+                   zero_out: frozenset[_Edge] = frozenset()) -> tuple[Connection, ...]:
+    """Connections with ids 1..len(edges) from (src, dst) kernel names; the edges listed in
+    ``zero_out`` have a buffer of 0 bytes."""
+    ids = {k.name: k.id for k in kernels}
+    pairs = [(ids[s], ids[d]) for s, d in edges]
+    zero = frozenset(i for i, e in enumerate(edges, start=1) if e in zero_out)
+    return _connect(kernels, pairs, zero)  # type: ignore[arg-type]
+
+
+def _layer(name: str, params: dict[str, int | None], seq: int) -> _Layer:
+    """Validate ``params`` of generator ``name`` and resolve its defaults."""
+    _check(_validate(name, params, "graph"))
+    h, a = params["hidden"], params["num_head"]
+    f = params.get("ffn_dim") or params.get("mlp_dim") or 4 * h  # type: ignore[operator]
+    return _Layer(h=h, a=a, g=params["num_kv_head"] or a, d=params["head_dim"],  # type: ignore[arg-type]
+                  f=f, s=seq, w=params["word"], gated=params["gated_ffn"] == 1)  # type: ignore[arg-type]
+
+
+def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
+               num_kv_head: int | None = None, ffn_dim: int | None = None,
+               gated_ffn: int = 0) -> Graph:
     """One transformer layer, forward and backward, one sequence.
 
-    41 kernels (18 forward, 17 backward, 6 weight-gradient kernels with a periodic
-    all-reduce of the weight bytes) and 53 connections; the loss kernel has no incoming edge.
+    With the defaults, DFModel's layer: 41 kernels (18 forward, 17 backward, 6
+    weight-gradient kernels with a periodic all-reduce of the weight bytes) and 53
+    connections; the loss kernel has no incoming edge. ``gated_ffn = 1`` gives a SwiGLU FFN:
+    45 kernels (19 forward, 19 backward, 7 weight-gradient) and 63 connections.
 
     Parameters
     ----------
     hidden, num_head, head_dim : int
-        Model width h, heads a and head size d; a * d must equal h.
+        Model width h, query heads a and head size d; a * d must equal h.
     seq : int
         Sequence length s (the tiled N dimension).
     word : int
         Bytes per element.
+    num_kv_head : int, optional
+        Key/value heads g (grouped-query attention; default a): K and V produce g*d
+        columns from h x g*d weights, each shared by a/g query heads. g must divide a.
+    ffn_dim : int, optional
+        FFN inner width f; default 4h.
+    gated_ffn : int, default 0
+        1: SwiGLU FFN (FFN_gate and FFN_up h -> f, SwiGLU = SiLU(gate) x up, FFN_down
+        f -> h), each GEMM with its data-gradient and weight-gradient GEMM; 0: GeLU FFN
+        (FFN0 h -> f, GeLU, FFN1 f -> h).
 
     Returns
     -------
@@ -316,50 +534,93 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
     Raises
     ------
     SpecError
-        If a parameter is not a positive integer or ``num_head * head_dim != hidden``.
+        If a parameter is not a positive integer, ``num_head * head_dim != hidden``,
+        ``num_kv_head`` does not divide ``num_head`` or ``gated_ffn`` is not 0 or 1.
     """
-    params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word)
-    _check(_validate("llm", params, "graph"))
-    kernels = _llm_kernels(hidden, num_head, head_dim, seq, word)
-    return Graph(kernels=kernels, connections=_connect(kernels, _LLM_EDGES))
+    params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn)
+    x = _layer("llm", params, seq)
+    kernels = _llm_kernels(x)
+    edges = _llm_fwd_edges(x.gated) + _llm_bwd_edges(x.gated)
+    return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
 
 
-def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int) -> Graph:
-    """The forward half of :func:`llm_fwdbwd`: its first 18 kernels and 21 connections.
+def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
+            num_kv_head: int | None = None, ffn_dim: int | None = None,
+            gated_ffn: int = 0) -> Graph:
+    """The forward half of :func:`llm_fwdbwd`: its forward kernels and the connections among
+    them (18 and 21 with the defaults, 19 and 23 with ``gated_ffn = 1``).
 
     Raises
     ------
     SpecError
         As :func:`llm_fwdbwd`.
     """
-    params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word)
-    _check(_validate("llm-fwd", params, "graph"))
-    kernels = _llm_kernels(hidden, num_head, head_dim, seq, word)[:_LLM_FWD_KERNELS]
-    return Graph(kernels=kernels, connections=_connect(kernels, _LLM_EDGES[:_LLM_FWD_EDGES]))
+    params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn)
+    x = _layer("llm-fwd", params, seq)
+    kernels = tuple(_row_kernels(_llm_fwd_rows(x), _F, 1, Dim.N))
+    return Graph(kernels=kernels, connections=_connect_names(kernels, _llm_fwd_edges(x.gated)))
 
 
-_DECODE_EDGES = [
-    (1, 2), (2, 3), (2, 4), (2, 5), (4, 6), (5, 7), (3, 8), (6, 8), (8, 9), (9, 10), (10, 11),
-    (7, 11), (11, 12), (12, 13), (13, 14), (14, 15), (1, 14), (15, 16), (16, 17), (17, 18),
-    (18, 19), (19, 20), (14, 20),
-]
-#: Connection ids 8 (K_cache -> MHA_GEMM_1) and 12 (V_cache -> MHA_GEMM_2): KV-cache buffers.
-_DECODE_ZERO_OUT = frozenset({8, 12})
+#: Decode connections (DFModel's order) around the FFN; the KV-cache edges are ``zero_out``.
+_DECODE_KV_EDGES = (("K_cache", "MHA_GEMM_1"), ("V_cache", "MHA_GEMM_2"))
+
+
+def _decode_edges(gated: bool) -> list[_Edge]:
+    return [
+        ("Add_Prev_Layer", "LayerNorm_1"), ("LayerNorm_1", "Q"), ("LayerNorm_1", "K"),
+        ("LayerNorm_1", "V"), ("K", "K_cache"), ("V", "V_cache"), ("Q", "MHA_GEMM_1"),
+        _DECODE_KV_EDGES[0], ("MHA_GEMM_1", "SOFTMAX"), ("SOFTMAX", "DropOut_1"),
+        ("DropOut_1", "MHA_GEMM_2"), _DECODE_KV_EDGES[1], ("MHA_GEMM_2", "PROJ_GEMM"),
+        ("PROJ_GEMM", "DropOut_2"), ("DropOut_2", "Add_1"), ("Add_1", "LayerNorm_2"),
+        ("Add_Prev_Layer", "Add_1"), *_ffn_fwd_edges(gated),
+        ("DropOut_3", "Add_2"), ("Add_1", "Add_2"),
+    ]
+
+
+def _decode_rows(x: _Layer, L: int) -> list[_Row]:
+    """Kernels of one decode step (N = 1 token) attending over ``L`` cached positions."""
+    h, a, g, d, f, w = x.h, x.a, x.g, x.d, x.f, x.w
+    hw, kvw, kvl, la, fw = h * w, g * d * w, g * d * L * w, L * a * w, f * w
+    wt, kvwt = h * h * w, h * g * d * w
+    return [
+        ("Add_Prev_Layer", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
+        ("LayerNorm_1", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
+        ("Q", _SYS, _GW, (a, d, h, 1), hw, wt, hw),
+        ("K", _SYS, _GW, (g, d, h, 1), hw, kvwt, kvw),
+        ("V", _SYS, _GW, (g, d, h, 1), hw, kvwt, kvw),
+        ("K_cache", _SYS, _EW1, (g, d, 1, L), kvw, None, kvl),
+        ("V_cache", _SYS, _EW1, (g, d, 1, L), kvw, None, kvl),
+        ("MHA_GEMM_1", _SYS, _GII, (a, 1, d, L), hw, kvl, la),
+        ("SOFTMAX", _SIMD, _EW1, (a, 1, 1, L), la, None, la),
+        ("DropOut_1", _SIMD, _EW1, (a, 1, 1, L), la, None, la),
+        ("MHA_GEMM_2", _SYS, _GII, (a, d, L, 1), kvl, la, hw),
+        ("PROJ_GEMM", _SYS, _GW, (1, h, h, 1), hw, wt, hw),
+        ("DropOut_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
+        ("Add_1", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw),
+        ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
+        *_ffn_fwd_rows(h, f, 1, hw, fw, f * h * w, x.gated),
+        ("DropOut_3", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
+        ("Add_2", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw),
+    ]
 
 
 def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_window: int,
-               tp: int, mlp_dim: int) -> Graph:
+               tp: int, mlp_dim: int, num_kv_head: int | None = None,
+               gated_ffn: int = 0) -> Graph:
     """One transformer layer generating one token against a KV cache.
 
-    20 forward kernels, 23 connections, N tiling. Weights and the KV cache are streamed from
-    DRAM (``memory_bytes`` per chip of a ``tp``-way tensor-parallel group); the KV-cache
-    edges K_cache -> MHA_GEMM_1 and V_cache -> MHA_GEMM_2 are ``zero_out``. K_cache and
-    V_cache are elementwise kernels of SYSTOLIC type, as in DFModel.
+    20 forward kernels and 23 connections with the defaults (21 and 25 with
+    ``gated_ffn = 1``), N tiling. Weights and the KV cache are streamed from DRAM
+    (``memory_bytes`` per chip of a ``tp``-way tensor-parallel group); the KV-cache edges
+    K_cache -> MHA_GEMM_1 and V_cache -> MHA_GEMM_2 are ``zero_out``. K_cache and V_cache
+    are elementwise kernels of SYSTOLIC type, as in DFModel.
 
     Parameters
     ----------
     hidden, num_head, head_dim : int
-        Model width h, heads a and head size d; a * d must equal h.
+        Model width h, query heads a and head size d; a * d must equal h.
     word : int
         Bytes per element.
     seq_window : int
@@ -367,7 +628,12 @@ def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_wind
     tp : int
         Tensor-parallel degree dividing the streamed bytes.
     mlp_dim : int
-        FFN inner width.
+        FFN inner width f.
+    num_kv_head : int, optional
+        Key/value heads g (default a; must divide a): K, V weights are h x g*d and the KV
+        cache holds g heads.
+    gated_ffn : int, default 0
+        1: SwiGLU FFN (FFN_gate, FFN_up, SwiGLU, FFN_down); 0: FFN0, GeLU, FFN1.
 
     Returns
     -------
@@ -376,46 +642,20 @@ def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_wind
     Raises
     ------
     SpecError
-        If a parameter is not a positive integer or ``num_head * head_dim != hidden``.
+        As :func:`llm_fwdbwd`.
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, word=word,
-                  seq_window=seq_window, tp=tp, mlp_dim=mlp_dim)
-    _check(_validate("llm-decode", params, "graph"))
-    h, a, d, w, f = hidden, num_head, head_dim, word, mlp_dim
-    L = seq_window + 1
-    hw, hl, la, fw = h * w, h * L * w, L * a * w, f * w
-    w_mem, f_mem, kv_mem = h * h * w / tp, f * h * w / tp, w * h * seq_window / tp
-    rows = [
-        # name, type, kind, (outer, M, K, N), in1, in2 or weight, out, memory
-        ("Add_Prev_Layer", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw, 0.0),
-        ("LayerNorm_1", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw, 0.0),
-        ("Q", _SYS, _GW, (a, d, h, 1), hw, h * h * w, hw, w_mem),
-        ("K", _SYS, _GW, (a, d, h, 1), hw, h * h * w, hw, w_mem),
-        ("V", _SYS, _GW, (a, d, h, 1), hw, h * h * w, hw, w_mem),
-        ("K_cache", _SYS, _EW1, (a, d, 1, L), hw, None, hl, kv_mem),
-        ("V_cache", _SYS, _EW1, (a, d, 1, L), hw, None, hl, kv_mem),
-        ("MHA_GEMM_1", _SYS, _GII, (a, 1, d, L), hw, hl, la, 0.0),
-        ("SOFTMAX", _SIMD, _EW1, (a, 1, 1, L), la, None, la, 0.0),
-        ("DropOut_1", _SIMD, _EW1, (a, 1, 1, L), la, None, la, 0.0),
-        ("MHA_GEMM_2", _SYS, _GII, (a, d, L, 1), hl, la, hw, 0.0),
-        ("PROJ_GEMM", _SYS, _GW, (1, h, h, 1), hw, h * h * w, hw, w_mem),
-        ("DropOut_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw, 0.0),
-        ("Add_1", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw, 0.0),
-        ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw, 0.0),
-        ("FFN0", _SYS, _GW, (1, f, h, 1), hw, f * h * w, fw, f_mem),
-        ("GeLU", _SIMD, _EW1, (1, f, 1, 1), fw, None, fw, 0.0),
-        ("FFN1", _SYS, _GW, (1, h, f, 1), fw, f * h * w, hw, f_mem),
-        ("DropOut_3", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw, 0.0),
-        ("Add_2", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw, 0.0),
-    ]
-    kernels = []
-    for kid, (name, ctype, kind, dims, in1, second, out, mem) in enumerate(rows, start=1):
-        extra = {"weight_bytes": second} if kind is _GW else {"input2_bytes": second}
-        kernels.append(_kernel(kid, name, kind, ctype, _F, dims, Dim.N, memory_bytes=mem,
-                               input_bytes=in1, output_bytes=out, **extra))
-    kernels_t = tuple(kernels)
-    return Graph(kernels=kernels_t,
-                 connections=_connect(kernels_t, _DECODE_EDGES, _DECODE_ZERO_OUT))
+                  seq_window=seq_window, tp=tp, mlp_dim=mlp_dim, num_kv_head=num_kv_head,
+                  gated_ffn=gated_ffn)
+    x = _layer("llm-decode", params, 1)
+    h, g, d, f, w = x.h, x.g, x.d, x.f, x.w
+    w_mem, kv_w_mem, f_mem = h * h * w / tp, h * g * d * w / tp, f * h * w / tp
+    memory = {"Q": w_mem, "K": kv_w_mem, "V": kv_w_mem, "PROJ_GEMM": w_mem,
+              "K_cache": w * g * d * seq_window / tp, "V_cache": w * g * d * seq_window / tp,
+              **{name: f_mem for name in ("FFN0", "FFN1", "FFN_gate", "FFN_up", "FFN_down")}}
+    kernels = tuple(_row_kernels(_decode_rows(x, seq_window + 1), _F, 1, Dim.N, memory))
+    return Graph(kernels=kernels, connections=_connect_names(
+        kernels, _decode_edges(x.gated), frozenset(_DECODE_KV_EDGES)))
 
 
 # --------------------------------------------------------------------------- DLRM, HPL, FFT
@@ -605,20 +845,29 @@ _HEADS = (
     _p("num_head", "attention heads a"),
     _p("head_dim", "size of one head d"),
 )
-_LLM_PARAMS = (*_HEADS, _p("seq", "sequence length s"), _WORD)
+_KV_HEADS = _p("num_kv_head", "key/value heads g (grouped-query attention): K, V weights "
+                            "h x g*head_dim; must divide num_head; if not given: num_head",
+               None, required=False)
+_GATED = _p("gated_ffn", "1: SwiGLU FFN (gate, up, down GEMMs); 0: GeLU FFN (two GEMMs)",
+            0, required=False)
+_LLM_PARAMS = (
+    *_HEADS, _p("seq", "sequence length s"), _WORD, _KV_HEADS,
+    _p("ffn_dim", "FFN inner width f; if not given: 4 * hidden", None, required=False), _GATED,
+)
 
 #: name -> generator; read-only.
 GENERATORS: Mapping[str, Generator] = MappingProxyType({
     "llm": Generator("llm", llm_fwdbwd, _LLM_PARAMS,
-                     "one transformer layer, forward + backward (41 kernels)"),
+                     "one transformer layer, forward + backward (41 kernels; 45 gated)"),
     "llm-fwd": Generator("llm-fwd", llm_fwd, _LLM_PARAMS,
-                         "one transformer layer, forward only (18 kernels)"),
+                         "one transformer layer, forward only (18 kernels; 19 gated)"),
     "llm-decode": Generator("llm-decode", llm_decode, (
         *_HEADS, _WORD,
         _p("seq_window", "tokens already in the KV cache"),
         _p("tp", "tensor-parallel degree dividing the streamed weight / KV bytes"),
         _p("mlp_dim", "FFN inner width"),
-    ), "one transformer layer decoding one token (20 kernels)"),
+        _KV_HEADS, _GATED,
+    ), "one transformer layer decoding one token (20 kernels; 21 gated)"),
     "dlrm": Generator("dlrm", dlrm, (
         _p("mlp_dim", "width of every MLP layer"),
         _p("bottom_num_mlp", "bottom MLP layers (the last one does the embedding exchange)"),
@@ -707,7 +956,7 @@ def generate(name: str, params: Mapping[str, int], *, path: str = "graph") -> Gr
     if not issues:
         issues = _validate(name, values, path)
     else:  # still report bad values next to the name problems
-        issues += _issues_positive({k: v for k, v in values.items() if v is not None}, path)
+        issues += _issues_positive(values, path)
     if issues:
         raise SpecError(issues)
     return gen.function(**values)
