@@ -168,13 +168,12 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> list[int]:
 def label_ranges(problem) -> dict[int, tuple[int, int]]:
     """Phase code -> allowed configurations (lo, hi), inclusive."""
     from dfsearch.codes import Phase
-    from dfsearch.cost.lower import I_FB_B, I_FB_F, I_FB_RULE
 
-    c, si = problem.num_config, problem.si
+    c, k = problem.num_config, problem.constants
     ranges = {int(p): (0, c - 1) for p in Phase}
-    if si[I_FB_RULE]:
-        ranges[int(Phase.FWD)] = (0, int(si[I_FB_F]))
-        ranges[int(Phase.BWD)] = (int(si[I_FB_B]), c - 1)
+    if k.fb_rule:
+        ranges[int(Phase.FWD)] = (0, k.fb_last_fwd)
+        ranges[int(Phase.BWD)] = (k.fb_first_bwd, c - 1)
     return ranges
 
 
@@ -183,13 +182,13 @@ def random_rows(problem, rows: int, rng: np.random.Generator) -> np.ndarray:
 
     The last kernel of the phase that may use the last configuration is put there, so
     ``Decision`` (whose configuration count is max(config) + 1) means the same problem."""
-    if (problem.k_pin >= 0).any():
+    if (problem.kernels.pin >= 0).any():
         raise ValueError("pinned kernels are not supported by this generator")
     n = problem.num_kernels
-    order = topological_order(n, problem.e_src, problem.e_dst)
+    order = topological_order(n, problem.edges.src, problem.edges.dst)
     out = np.empty((rows, n), dtype=np.int64)
     for phase, (lo, hi) in label_ranges(problem).items():
-        ks = [k for k in order if problem.k_phase[k] == phase]
+        ks = [k for k in order if problem.kernels.phase[k] == phase]
         if ks:
             out[:, ks] = np.sort(rng.integers(lo, hi + 1, size=(rows, len(ks))), axis=1)
             if hi == problem.num_config - 1:
@@ -282,7 +281,7 @@ def measure(inst: Instance, seconds: float, rng) -> dict:
     return {
         "name": inst.name,
         "kernels": n,
-        "edges": int(problem.e_src.size),
+        "edges": int(problem.edges.src.size),
         "configs": problem.num_config,
         "compute_model": "cycles" if inst.spec.execution.compute_util == 0 else "flop",
         "evals_per_s": med,

@@ -54,7 +54,7 @@ from dfsearch.codes import (  # noqa: E402
     Phase,
     Topology,
 )
-from dfsearch.cost.lower import F_DRAM_CAP, F_SRAM_CAP, Outer, Problem, lower  # noqa: E402
+from dfsearch.cost.lower import Outer, Problem, lower  # noqa: E402
 from dfsearch.kernels import generators  # noqa: E402
 from dfsearch.spec import (  # noqa: E402
     Accelerator,
@@ -151,13 +151,12 @@ def _lower_llm(spec: Spec, t: int) -> Problem:
 
 
 def _with_caps(p: Problem, sram: float | None = None, dram: float | None = None) -> Problem:
-    sc = np.array(p.sc)
+    k = p.constants
     if sram is not None:
-        sc[F_SRAM_CAP] = sram
+        k = k._replace(sram_cap=float(sram))
     if dram is not None:
-        sc[F_DRAM_CAP] = dram
-    sc.setflags(write=False)
-    return dataclasses.replace(p, sc=sc)
+        k = k._replace(dram_cap=float(dram))
+    return dataclasses.replace(p, constants=k)
 
 
 def _feasible(p: Problem) -> bool:
@@ -410,13 +409,12 @@ def _timed(run, outcome):
 
 
 def run_instance(inst: Instance, time_limit: float) -> Row:
-    from dfsearch.cost.lower import I_CYCLE_MODEL
     from dfsearch.search.assign import assign_configs
     from dfsearch.search.exact import solve_exact
 
     p = inst.problem
-    row = Row(inst.name, inst.family, p.num_kernels, len(p.e_src), p.num_config,
-              "cycle" if p.si[I_CYCLE_MODEL] else "flop", inst.notes)  # fmt: skip
+    row = Row(inst.name, inst.family, p.num_kernels, len(p.edges.src), p.num_config,
+              "cycle" if p.constants.cycle_model else "flop", inst.notes)  # fmt: skip
     a, row.heur_seconds, row.heur_runs = _timed(lambda: assign_configs(p), lambda a: a.value_ns)
     row.heur_method = a.method
     row.heur_proven = bool(a.exhaustive)

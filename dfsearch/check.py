@@ -141,10 +141,11 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     """
     from dfsearch.api import run as run_search
     from dfsearch.cost.lower import lower
-    from dfsearch.search.exact import _require_ortools, solve_exact
+    from dfsearch.search.exact import solve_exact
     from dfsearch.search.outer import final_from_ii
+    from dfsearch.search.strategies import assignment_strategy
 
-    _require_ortools()
+    assignment_strategy("cp-sat")  # SolverUnavailableError before any work without OR-Tools
     run = run_search(spec, seed=seed)
     ev = run.evaluation
     assert ev is not None  # run_search raises InfeasibleError otherwise
@@ -152,7 +153,8 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     outer = Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, len(ev.configs))
     problem = lower(spec, outer)
     h_ii = ev.all_config_ii_ns
-    ex = solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed)
+    # CP-SAT takes seeds below 2**31; run seeds go up to 2**32 - 1
+    ex = solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed % 2**31)
 
     def final_s(ii: float | None) -> float | None:
         if ii is None:

@@ -104,15 +104,20 @@ def _check_args(
     inputs: tuple[Path | str | None, ...] = (),
     outputs: dict[str, Path | str | None] | None = None,
     seed: int | None = None,
+    strategies: dict[str, str | None] | None = None,
 ) -> None:
     """Exit 2 at once on arguments that would only fail after the work is done: an output
     (option name -> path; '-' is stdout) in a missing or read-only folder, on a folder, on an
-    input file or on another output; a seed numpy and optuna reject."""
-    from dfsearch.validate import seed_issue
+    input file or on another output; a seed numpy and optuna reject; a strategy name
+    (search.strategy / search.assignment -> value) that is not registered."""
+    from dfsearch.validate import seed_issue, strategy_issue
 
     problems = []
     if seed is not None and (issue := seed_issue("--seed", seed)) is not None:
         problems.append(issue.render())
+    for kind, name in (strategies or {}).items():
+        if name is not None and (issue := strategy_issue(f"--{kind}", kind, name)) is not None:
+            problems.append(issue.render())
     ins = [Path(i) for i in inputs if i is not None]
     seen: list[Path] = []
     for option, out in (outputs or {}).items():
@@ -165,6 +170,22 @@ JsonOpt = Annotated[
 ]
 
 
+def _strategy_help(kind: str) -> str:
+    """Option help listing every registered strategy with its one-line summary."""
+    from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
+
+    if kind == "strategy":
+        head = ("How the outer choices (network shape x tile count x configuration count) are "
+                "explored (default: the spec's search.strategy, 'auto'):")  # fmt: skip
+        registry = OUTER_STRATEGIES
+    else:
+        head = ("How the kernels of one outer choice are assigned to configurations (default: "
+                "the spec's search.assignment, 'auto'):")  # fmt: skip
+        registry = ASSIGNMENT_STRATEGIES
+    items = "; ".join(f"'{name}' = {s.summary}" for name, s in registry.items())
+    return f"{head} {items}. The report's 'search' line names the strategies that ran."
+
+
 @app.command()
 def run(
     spec: SpecArg = None,
@@ -176,6 +197,14 @@ def run(
     max_evaluations: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--max-evaluations", metavar="N", min=1, help="Work budget in configuration costings (default: the spec's search.max_evaluations, 20 million). Deterministic: the same on any machine."),
+    ] = None,
+    strategy: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--strategy", metavar="NAME", help=_strategy_help("strategy")),
+    ] = None,
+    assignment: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--assignment", metavar="NAME", help=_strategy_help("assignment")),
     ] = None,
     json_out: JsonOpt = None,
     mapping_out: Annotated[
@@ -198,20 +227,29 @@ def run(
     stage - 1, 1)); p2p is the pipeline's point-to-point time per batch; final_s, the time per
     global batch, is (all-config II x pipeline factor x layers per stage x global batch / DP
     + p2p) / copies; the lower bound is a time no mapping can beat, and the gap is
-    final_s / bound - 1."""
+    final_s / bound - 1.
+
+    Strategies: --strategy chooses how outer choices are explored, --assignment how one
+    outer choice is solved (docs/design.md, "Search strategies"); only strategies that can
+    prove optimality can make a run OPTIMAL."""
     from dfsearch import api
+    from dfsearch.errors import SolverUnavailableError
     from dfsearch.report import format_run
 
     path = spec or _builtin()
-    _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed)
+    _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
+                strategies={"strategy": strategy, "assignment": assignment})  # fmt: skip
     show = not quiet and sys.stderr.isatty() and json_out != "-"
     try:
         s = api.load(path)
+        for field, name in (("strategy", strategy), ("assignment", assignment)):
+            if name is not None:
+                s = s.replace(f"search.{field}", name)
         result = api.run(
             s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
             progress=_progress(show),
         )  # fmt: skip
-    except SpecError as exc:
+    except (SpecError, SolverUnavailableError) as exc:
         raise _fail(exc) from None
     except InfeasibleError as exc:
         if json_out and exc.result is not None:

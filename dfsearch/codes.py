@@ -16,6 +16,10 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dfsearch.topology import TopologyKind
 
 __all__ = [
     "KernelKind",
@@ -168,19 +172,31 @@ class Collective(_Coded):
 
 
 class Topology(_Coded):
-    """Basic topology of one network dimension."""
+    """The kind of one network dimension. Its formulas, names and counts are the
+    ``TopologyKind`` object ``.kind`` (registered in ``dfsearch.topology.KINDS``).
+
+    >>> Topology.MESH.kind.links(4), Topology.FC.short
+    (3.0, 'fc')
+    """
 
     RING = 1
     SWITCH = 2
     FC = 3
+    MESH = 4  #: a line of chips without wraparound (dfsearch only: DFModel has no mesh)
+
+    @property
+    def kind(self) -> TopologyKind:
+        from dfsearch.topology import KINDS  # the kinds import this module
+
+        return KINDS[self]
 
     @property
     def short(self) -> str:
-        return {1: "r", 2: "sw", 3: "fc"}[self.value]
+        return self.kind.short
 
 
 #: DFModel's topology variants: name -> basic topology of each dimension.
-TOPOLOGY_VARIANTS: dict[str, tuple[Topology, ...]] = {
+TOPOLOGY_VARIANTS: Mapping[str, tuple[Topology, ...]] = MappingProxyType({
     "r": (Topology.RING,),
     "sw": (Topology.SWITCH,),
     "fc": (Topology.FC,),
@@ -192,7 +208,7 @@ TOPOLOGY_VARIANTS: dict[str, tuple[Topology, ...]] = {
     "r_r_r": (Topology.RING, Topology.RING, Topology.RING),
     "r_sw_sw": (Topology.RING, Topology.SWITCH, Topology.SWITCH),
     "sw_sw_sw": (Topology.SWITCH, Topology.SWITCH, Topology.SWITCH),
-}
+})
 
 
 class Parallelism(_Coded):

@@ -76,7 +76,7 @@ from dfsearch.spec import (
     System,
     Workload,
 )
-from dfsearch.validate import quote_list, show, validate_parts
+from dfsearch.validate import quote_list, show, strategy_issue, validate_parts
 
 __all__ = [
     "load_spec",
@@ -514,7 +514,7 @@ def _spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         "execution": _read_execution(r, data["execution"]) if "execution" in data else Execution(),
         "system": _read_system(r, data["system"]) if "system" in data else None,
         "cost": _read_simple(r, Cost, data.get("cost", {}), "cost"),
-        "search": _read_simple(r, SearchSettings, data.get("search", {}), "search"),
+        "search": _read_search(r, data.get("search", {})),
     }
     graph = None
     if "graph" in data:
@@ -571,6 +571,27 @@ def _read_simple(r: _Reader, cls: type, value: Any, path: str) -> Any:
     if table is None:
         return None
     return r.build(cls, *r.fields(cls, table, path))
+
+
+def _read_search(r: _Reader, value: Any) -> SearchSettings | None:
+    """The ``[search]`` table; a strategy that is not a string is told the allowed names
+    (a string is checked against the registry by ``validate``)."""
+    table = r.table(value, "search")
+    if table is None:
+        return None
+
+    def strategy_name(kind: str) -> Callable[[Any, str], tuple[bool, Any]]:
+        def read(v: Any, path: str) -> tuple[bool, Any]:
+            if isinstance(v, str):
+                return True, v
+            r.issues.append(strategy_issue(path, kind, v))  # type: ignore[arg-type]
+            return False, None
+
+        return read
+
+    custom = {kind: strategy_name(kind) for kind in ("strategy", "assignment")}
+    kw, ok = r.fields(SearchSettings, table, "search", custom=custom)
+    return r.build(SearchSettings, kw, ok)
 
 
 def _read_workload(r: _Reader, value: Any) -> Workload | None:

@@ -55,7 +55,7 @@ def describe_spec(spec: Spec) -> list[str]:
         f"SRAM {_si(a.sram_bytes, 'B')})",
         f"          DRAM {s.memory.dram_bw_GBps:g} GB/s, "
         + (f"{_si(s.memory.dram_bytes, 'B')}" if s.memory.dram_bytes else "unlimited"),
-        f"network   {s.variant or '?'}: {net}",
+        f"network   {s.variant}: {net}",
         f"execution {ex.style.label}, num_config "
         + ("auto" if ex.num_config < 0 else str(ex.num_config or "one per kernel"))
         + f", overlap {ex.overlap.label}, "

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dfsearch.codes import (
-    TOPOLOGY_VARIANTS,
     Collective,
     ComputeType,
     Dim,
@@ -184,12 +183,9 @@ class System:
 
     @property
     def variant(self) -> str:
-        """DFModel's topology variant name, e.g. ``"r_r"``; '' if not one of DFModel's."""
-        topo = tuple(d.topology for d in self.network)
-        for name, dims in TOPOLOGY_VARIANTS.items():
-            if dims == topo:
-                return name
-        return ""
+        """The network's name, the dimensions' short codes joined by ``_`` (``"r_r"``,
+        ``"mesh_sw"``): DFModel's variant name whenever DFModel has the network."""
+        return "_".join(d.topology.short for d in self.network)
 
 
 # --------------------------------------------------------------------------- cost
@@ -283,13 +279,18 @@ Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload
 class SearchSettings:
     """How the search runs. Its result depends on (spec, seed) only: ``max_evaluations``
     is a work budget (configuration costings), ``time_limit_s`` an optional wall-clock safety
-    stop (0 = none); a result stopped by either is labelled so."""
+    stop (0 = none); a result stopped by either is labelled so. ``strategy`` and
+    ``assignment`` name registered search strategies (``dfsearch.search.strategies``): how
+    the outer choices are explored and how one outer choice's configuration assignment is
+    solved ("auto" = the default composition)."""
 
     seed: int = 0
     objective: ObjectiveKind = ObjectiveKind.TIME
     time_limit_s: float = 0.0
     max_evaluations: int = 20_000_000
     joint_sharding: bool = False
+    strategy: str = "auto"
+    assignment: str = "auto"
 
 
 # --------------------------------------------------------------------------- spec

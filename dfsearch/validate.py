@@ -26,6 +26,7 @@ from dfsearch.codes import (
     Dim,
     ExecutionStyle,
     Parallelism,
+    Topology,
 )
 from dfsearch.errors import Issue
 from dfsearch.spec import (
@@ -43,6 +44,7 @@ from dfsearch.spec import (
     System,
     Workload,
 )
+from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
 
 __all__ = [
     "validate_spec",
@@ -525,7 +527,28 @@ def validate_parts(
         issue = seed_issue("search.seed", search.seed)
         if issue is not None:
             s.issues.append(issue)
+        for kind in ("strategy", "assignment"):
+            issue = strategy_issue(f"search.{kind}", kind, getattr(search, kind))
+            if issue is not None:
+                s.issues.append(issue)
     return s.issues
+
+
+def strategy_issue(path: str, kind: str, name: object) -> Issue | None:
+    """The issue of a search strategy name that is not registered (``kind`` "strategy": an
+    outer strategy, "assignment": an assignment strategy; ``path`` is the spec field or the
+    CLI option), else ``None``.
+
+    >>> strategy_issue("search.strategy", "strategy", "enumerated").render()
+    "search.strategy must be one of 'auto', 'enumerate', 'optuna'; did you mean 'enumerate'? Got 'enumerated' instead."
+    """
+    from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
+
+    names = list(OUTER_STRATEGIES if kind == "strategy" else ASSIGNMENT_STRATEGIES)
+    if isinstance(name, str) and name in names:
+        return None
+    hint = _did_you_mean(name, names) if isinstance(name, str) else "."
+    return Issue(path, f"must be one of {quote_list(names)}{hint} Got {show(name)} instead.")
 
 
 #: Seeds numpy and optuna accept.
@@ -633,14 +656,26 @@ def _check_system(s: _Sink, sy: System) -> None:
         s.within(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
         s.within(f"system.network[{i}].size", d.size)
     topo = tuple(d.topology for d in sy.network)
-    if topo not in TOPOLOGY_VARIANTS.values():
-        got = "_".join(t.short for t in topo)
-        s.add(
-            "system.network",
-            f"topologies must form one of DFModel's {len(TOPOLOGY_VARIANTS)} variants: "
-            f"{', '.join(TOPOLOGY_VARIANTS)} (one word per dimension, in order; r = ring, "
-            f"sw = switch, fc = fc). Got {got} instead.",
+    if not allowed_network(topo):
+        s.add("system.network", _network_message(topo))
+
+
+def _network_message(topo: tuple[Topology, ...]) -> str:
+    """Which networks are allowed (docs/model.md, Network topologies); a kind DFModel lacks
+    is explained only when the network uses it."""
+    dfmodel = ", ".join(f"{k.short} = {k.label}" for k in KINDS.values() if k.dfmodel)
+    text = (
+        f"topologies must form one of DFModel's {len(TOPOLOGY_VARIANTS)} variants: "
+        f"{', '.join(TOPOLOGY_VARIANTS)} (one word per dimension, in order; {dfmodel})"
+    )
+    extra = [k for k in dict.fromkeys(kinds_of(topo)) if k.dfmodel is None]
+    if extra:
+        text += ", where " + ", ".join(
+            f"{k.short if k.short == k.label else f'{k.short} ({k.label})'} may take the "
+            f"place of {k.stands_for.short}"
+            for k in extra
         )
+    return f"{text}. Got {network_name(topo)} instead."
 
 
 def _sizes_text(sizes: list[int]) -> str:

@@ -14,18 +14,8 @@ import pytest
 
 pytest.importorskip("ortools")
 
-from dfsearch.cost import evaluate as ev
-from dfsearch.cost.lower import (  # with_sc() looks the F_* indices up in globals() by name
-    F_DRAM2_BW,  # noqa: F401
-    F_DRAM2_CAP,  # noqa: F401
-    F_DRAM_ACT_MULT,
-    F_DRAM_BW,
-    F_DRAM_CAP,  # noqa: F401
-    F_DRAM_FIXED,
-    F_SRAM_CAP,  # noqa: F401
-    Outer,
-    lower,
-)
+from dfsearch.cost.layout import ConfigCol, ResultSlot
+from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluator
 from dfsearch.errors import SolverUnavailableError
 from dfsearch.search.exact import ExactResult, solve_exact
@@ -42,13 +32,9 @@ def lowered(spec, t=4):
     return lower(spec, Outer((4,), sharding, 1, t, spec.execution.num_config))
 
 
-def with_sc(problem, **values):
-    """The problem with some float scalars replaced (capacities, DRAM tiers)."""
-    sc = np.array(problem.sc)
-    for index, v in values.items():
-        sc[globals()[index]] = v
-    sc.setflags(write=False)
-    return dataclasses.replace(problem, sc=sc)
+def with_constants(problem, **values):
+    """The problem with some constants replaced (capacities, DRAM tiers)."""
+    return dataclasses.replace(problem, constants=problem.constants._replace(**values))
 
 
 def brute_force(problem) -> tuple[float, tuple[int, ...] | None]:
@@ -64,8 +50,8 @@ def brute_force(problem) -> tuple[float, tuple[int, ...] | None]:
 
 
 def all_ii(problem, cfg) -> float:
-    st, _, res, _, _, _ = Evaluator(problem).full(cfg)
-    return float(res[ev.RES_ALL_II]) if st == 0 else math.inf
+    out = Evaluator(problem).full(cfg)
+    return out.all_config_ii_ns if out.status == 0 else math.inf
 
 
 def solve(problem, **kw) -> ExactResult:
@@ -111,12 +97,13 @@ def sram_parts(problem, cfg) -> tuple[list[float], list[float]]:
     count = Counter(cfg)
 
     def lone(k):
-        return problem.k_is_weight[k] == 1 and count[cfg[k]] == 1
+        return kt.is_weight[k] == 1 and count[cfg[k]] == 1
 
+    kt, et = problem.kernels, problem.edges
     for k in range(problem.num_kernels):
-        rest[cfg[k]] += problem.k_sram_extra[k]
-        (tiled if lone(k) else rest)[cfg[k]] += problem.k_weight_sram[k]
-    for s, d, b, depth in zip(problem.e_src, problem.e_dst, problem.e_sram_b, problem.e_sram_depth):
+        rest[cfg[k]] += kt.sram_extra[k]
+        (tiled if lone(k) else rest)[cfg[k]] += kt.weight_sram[k]
+    for s, d, b, depth in zip(et.src, et.dst, et.sram_bytes, et.sram_depth):
         if cfg[s] == cfg[d]:
             rest[cfg[s]] += b * depth
         else:
@@ -155,7 +142,7 @@ def test_a_tiled_footprint_needs_the_rest_strictly_below_the_capacity(seed):
     rest, tiled = sram_parts(problem, cfg)
     cap = max(rest)
     assert any(tiled[c] > 0 and rest[c] == cap for c in range(problem.num_config))
-    p = with_sc(problem, F_SRAM_CAP=cap)
+    p = with_constants(problem, sram_cap=cap)
     assert brute_force(p)[0] > loose
     r = solve(p)
     assert_matches(p, r)
@@ -169,10 +156,10 @@ def test_sram_capacity_boundaries(seed):
     spec = random_spec(20 + seed, 7, num_config=3, cycle=seed % 2 == 1, sram=1e9, training=False)
     problem = lowered(spec)
     _, cfg = brute_force(problem)
-    _st, table, _, _, _, _ = Evaluator(problem).full(cfg)
-    caps = sorted({float(v) for v in table[:, ev.CFG_SRAM] if v > 0})
+    table = Evaluator(problem).full(cfg).per_config
+    caps = sorted({float(v) for v in table[:, ConfigCol.SRAM] if v > 0})
     for cap in caps[-2:]:
-        p = with_sc(problem, F_SRAM_CAP=cap)
+        p = with_constants(problem, sram_cap=cap)
         assert_matches(p, solve(p))
 
 
@@ -183,18 +170,17 @@ def test_dram_capacity_and_second_tier(seed):
     spec = random_spec(seed, 7, num_config=4, cycle=False, sram=1e9, training=False)
     problem = lowered(spec)
     _, cfg = brute_force(problem)
-    _, _, res, _, _, _ = Evaluator(problem).full(cfg)
-    dram = float(res[ev.RES_DRAM])
-    fixed = float(problem.sc[F_DRAM_FIXED])
-    assert problem.sc[F_DRAM_ACT_MULT] > 0
+    dram = float(Evaluator(problem).full(cfg).totals[ResultSlot.DRAM])
+    fixed = problem.constants.dram_fixed
+    assert problem.constants.dram_act_mult > 0
     cap = fixed + 0.6 * (dram - fixed)  # the unconstrained optimum does not fit
-    p = with_sc(problem, F_DRAM_CAP=cap)
+    p = with_constants(problem, dram_cap=cap)
     assert_matches(p, solve(p))
-    bw = float(problem.sc[F_DRAM_BW])
+    bw = problem.constants.dram_bw
     # a slower and a faster second tier; the first tier too small or large enough for the
     # unconstrained optimum (a faster tier must not be used below the first tier's capacity)
     for cap1, bw2 in ((cap, bw / 50), (cap, 4 * bw), (1.5 * dram, 4 * bw)):
-        tiered = with_sc(problem, F_DRAM_CAP=cap1, F_DRAM2_CAP=10 * dram, F_DRAM2_BW=bw2)
+        tiered = with_constants(problem, dram_cap=cap1, dram2_cap=10 * dram, dram2_bw=bw2)
         assert_matches(tiered, solve(tiered))
 
 
@@ -222,7 +208,7 @@ def test_solver_value_and_rescored_value_agree_up_to_the_slack():
     problem = lowered(spec)
     r = solve(problem)
     assert r.status == "optimal"
-    n, e, c = problem.num_kernels, len(problem.e_src), problem.num_config
+    n, e, c = problem.num_kernels, len(problem.edges.src), problem.num_config
     # every coefficient is rounded up: one rounding per kernel term (compute, memory,
     # network, all-to-all channel), two per spilled edge, one per configuration maximum
     assert r.slack_ns == pytest.approx((4 * n + 2 * e + c) / r.scale)
@@ -273,7 +259,7 @@ def test_infeasible_instance():
     # the assignment-independent DRAM bytes alone exceed the capacity
     spec = random_spec(6, 6, num_config=3, sram=1e9)
     p = lowered(spec)
-    p = with_sc(p, F_DRAM_CAP=float(p.sc[F_DRAM_FIXED]) / 2)
+    p = with_constants(p, dram_cap=p.constants.dram_fixed / 2)
     assert solve(p).status == "infeasible"
 
 

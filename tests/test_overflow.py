@@ -394,7 +394,8 @@ def test_set_cost_dram_violation_is_the_true_overflow_in_bytes():
     """With micro-batch 2, live activations count twice in DRAM: the overflow of a set is
     act_mult * (its live bytes - the live cap), the evaluator's total - capacity."""
     from dfsearch.cost import evaluate as ev
-    from dfsearch.cost.lower import F_DRAM_ACT_MULT, F_DRAM_CAP, F_DRAM_FIXED, Outer, lower
+    from dfsearch.cost.layout import NUM_SET, ResultSlot, SetSlot
+    from dfsearch.cost.lower import Outer, lower
     from dfsearch.cost.model import Evaluator
 
     a = Kernel(
@@ -406,15 +407,16 @@ def test_set_cost_dram_violation_is_the_true_overflow_in_bytes():
     spec = _cycle_spec([a, b], cores=8, num_config=2, dram_bytes=1000.0, mbs=2, gbs=4)
     p = lower(spec, Outer(shape=(1,), sharding=(Dim.NO, Dim.NO), micro_batch_size=2, num_tile=1,
                           num_config=2))  # fmt: skip
-    st, _, res, *_ = Evaluator(p).full((0, 1))
-    assert st == int(Status.DRAM)
+    full = Evaluator(p).full((0, 1))
+    assert full.status == int(Status.DRAM)
     true = 2 * 64 * 64 * 2 - 1000.0  # mbs * edge bytes - capacity
-    assert res[ev.RES_VIOLATION] == true
-    mult = p.sc[F_DRAM_ACT_MULT]
-    live_cap = (p.sc[F_DRAM_CAP] - p.sc[F_DRAM_FIXED]) / mult
-    out = np.zeros(ev.NUM_SET)
+    assert full.totals[ResultSlot.VIOLATION] == true
+    k = p.constants
+    live_cap = (k.dram_cap - k.dram_fixed) / k.dram_act_mult
+    out = np.zeros(NUM_SET)
     n = p.num_kernels
-    ev.set_cost(*p.args(), np.array([1, 0], np.int64), p.sc[3], live_cap, 0, np.zeros(n, np.int64),
-                np.ones(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64), out)  # fmt: skip
-    assert out[ev.SET_STATUS] == int(Status.DRAM)
-    assert out[ev.SET_VIOLATION] == true
+    ev.set_cost(p.kernels, p.edges, k, np.array([1, 0], np.int64), k.dram_bw, live_cap, 0,
+                np.zeros(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
+                np.zeros(n, np.int64), out)  # fmt: skip
+    assert out[SetSlot.STATUS] == int(Status.DRAM)
+    assert out[SetSlot.VIOLATION] == true

@@ -11,6 +11,7 @@ import pytest
 
 import dfsearch.api
 from dfsearch.codes import RunStatus, Status
+from dfsearch.cost.layout import Stat, new_stats, no_control
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluator, evaluate_problem
 from dfsearch.decision import Decision
@@ -70,14 +71,13 @@ def _ideal_search(problem, prune: int, max_states: int = 10**6):
 
     n = problem.num_kernels
     allowed = _allowed(problem)
-    preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
+    preds, succs, am, must = _dp.ideal_masks(problem.edges, allowed)
     bw, live_cap = _regimes(problem)[0]
-    stats = np.zeros(_dp.NUM_STATS)
-    stats[_dp.ST_VIOL_SRAM :] = np.inf
+    stats = new_stats()
     assign = np.full(n, -1, dtype=np.int64)
-    value = _dp.ideal_search(*problem.args(), preds, succs, _topo(problem), am, must, allowed,
-                             bw, live_cap, max_states, prune, assign, stats,
-                             _dp.no_control())  # fmt: skip
+    value = _dp.ideal_search(problem.kernels, problem.edges, problem.constants, preds, succs,
+                             _topo(problem), am, must, allowed, bw, live_cap, max_states, prune,
+                             assign, stats, no_control())  # fmt: skip
     return value, stats
 
 
@@ -86,23 +86,19 @@ def test_sram_pruning_keeps_the_optimum_and_costs_fewer_candidates(seed):
     """Candidates whose SRAM floor exceeds the capacity are never enumerated; the floor only
     grows as kernels join, so no feasible configuration is lost (weight kernels included:
     alone, their buffers are tiled and the floor does not apply)."""
-    from dfsearch.search import _dp
-
     spec = random_spec(seed, 9, num_config=4, cycle=seed % 2 == 1,
                        sram=[1.2e4, 2e4, 6e4][seed % 3], training=seed % 4 < 2)  # fmt: skip
     problem, _ = lowered(spec)
     pruned, st1 = _ideal_search(problem, 1)
     full, st0 = _ideal_search(problem, 0)
     assert pruned == full or pruned == pytest.approx(full, rel=1e-12)
-    assert st1[_dp.ST_EVALS] <= st0[_dp.ST_EVALS]
+    assert st1[Stat.EVALS] <= st0[Stat.EVALS]
 
 
 def test_incumbent_cut_keeps_the_optimum():
     """With a small state budget the queue passes half its limit, the search takes the
     contiguous-order DP's value as an incumbent and stops queueing candidates above it; the
     optimum must not change (when the budget does not overflow)."""
-    from dfsearch.search import _dp
-
     cut_used = 0
     for seed in range(8):
         spec = random_spec(seed, 12, num_config=5, cycle=seed % 2 == 1,
@@ -110,21 +106,19 @@ def test_incumbent_cut_keeps_the_optimum():
         problem, _ = lowered(spec)
         small, st = _ideal_search(problem, 1, max_states=40)
         large, st_large = _ideal_search(problem, 1)
-        assert st_large[_dp.ST_OVERFLOW] == 0
-        if st[_dp.ST_OVERFLOW] == 0:
+        assert st_large[Stat.OVERFLOW] == 0
+        if st[Stat.OVERFLOW] == 0:
             assert small == pytest.approx(large, rel=1e-12)
-            cut_used += st[_dp.ST_QUEUE] < st_large[_dp.ST_QUEUE]
+            cut_used += st[Stat.QUEUE] < st_large[Stat.QUEUE]
     assert cut_used >= 2
 
 
 def test_sram_pruning_prunes():
-    from dfsearch.search import _dp
-
     spec = random_spec(3, 9, num_config=4, sram=2e4, training=False)
     problem, _ = lowered(spec)
     _, st1 = _ideal_search(problem, 1)
     _, st0 = _ideal_search(problem, 0)
-    assert st1[_dp.ST_EVALS] < st0[_dp.ST_EVALS]
+    assert st1[Stat.EVALS] < st0[Stat.EVALS]
 
 
 @pytest.mark.parametrize(("seed", "n", "c", "cycle", "sram", "training"), CASES[::2])

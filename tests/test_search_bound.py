@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from dfsearch.cost import evaluate as ev
-from dfsearch.cost.lower import I_CYCLE_MODEL, I_OVERLAP, Outer, lower
+from dfsearch.cost.layout import NUM_SET, SetSlot
+from dfsearch.cost.lower import Outer, lower
 from dfsearch.io.dfmodel import load_dfmodel
 from dfsearch.kernels import generators
 from dfsearch.search.assign import _regimes
@@ -49,26 +50,25 @@ def _case_problem(case: str):
 def _config_iis(problem, cfg, nc, bw):
     """Per-configuration II by ``set_cost`` (no capacity limits: the bound is about time)."""
     n = problem.num_kernels
-    out = np.zeros(ev.NUM_SET)
+    out = np.zeros(NUM_SET)
     iis = []
-    sc = problem.sc.copy()
-    sc[ev.F_SRAM_CAP] = np.inf
-    args = list(problem.args())
-    args[-2] = sc
+    unlimited = problem.constants._replace(sram_cap=np.inf)
     for c in range(nc):
         where = np.where(cfg < c, 2, np.where(cfg == c, 1, 0)).astype(np.int8)
-        ev.set_cost(*args, where, bw, np.inf, 0, np.zeros(n, np.int64), np.ones(n, np.int64),
-                    np.ones(n, np.int64), np.zeros(n, np.int64), out)  # fmt: skip
-        iis.append(out[ev.SET_II])
+        ev.set_cost(problem.kernels, problem.edges, unlimited, where, bw, np.inf, 0,
+                    np.zeros(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
+                    np.zeros(n, np.int64), out)  # fmt: skip
+        iis.append(out[SetSlot.II])
     return iis
 
 
 def _check(problem, rng: random.Random, trials: int) -> int:
     n = problem.num_kernels
-    overlap = int(problem.si[I_OVERLAP])
+    overlap = problem.constants.overlap
+    src, dst = problem.edges.src, problem.edges.dst
     checked = 0
     for bw, _ in _regimes(problem):
-        terms, edge_tm = ev.bound_terms(*problem.args(), bw)
+        terms, edge_tm = ev.bound_terms(problem.kernels, problem.edges, problem.constants, bw)
         for _ in range(trials):
             nc = rng.randint(1, 5)
             cfg = np.array([rng.randrange(nc) for _ in range(n)], dtype=np.int64)
@@ -77,8 +77,7 @@ def _check(problem, rng: random.Random, trials: int) -> int:
             for c in range(nc):
                 if not np.isfinite(iis[c]):
                     continue
-                b = ev.set_bound(masks[c], terms, edge_tm, overlap, problem.e_src,
-                                 problem.e_dst)
+                b = ev.set_bound(masks[c], terms, edge_tm, overlap, src, dst)
                 assert b <= iis[c] * (1 + 1e-12), (c, b, iis[c])
                 checked += 1
             # any tail of configurations, as the search bounds the kernels not yet placed
@@ -86,8 +85,7 @@ def _check(problem, rng: random.Random, trials: int) -> int:
                 tail = sum(masks[c:])
                 rest = sum(iis[c:])
                 if np.isfinite(rest):
-                    b = ev.set_bound(tail, terms, edge_tm, overlap, problem.e_src,
-                                     problem.e_dst)
+                    b = ev.set_bound(tail, terms, edge_tm, overlap, src, dst)
                     assert b <= rest * (1 + 1e-12), (c, b, rest)
     return checked
 
@@ -97,7 +95,7 @@ def _check(problem, rng: random.Random, trials: int) -> int:
 @pytest.mark.parametrize("seed", range(4))
 def test_bound_is_admissible_on_random_graphs(seed, cycle, training):
     problem = _random_problem(seed, cycle, training)
-    assert bool(problem.si[I_CYCLE_MODEL]) == cycle
+    assert problem.constants.cycle_model == cycle
     assert _check(problem, random.Random(seed), 40) > 0
 
 
@@ -113,9 +111,9 @@ def test_bound_is_tight_for_one_compute_bound_kernel():
     problem = _random_problem(0, False, False)
     n = problem.num_kernels
     bw = _regimes(problem)[0][0]
-    terms, edge_tm = ev.bound_terms(*problem.args(), bw)
+    terms, edge_tm = ev.bound_terms(problem.kernels, problem.edges, problem.constants, bw)
     for k in range(n):
         iis = _config_iis(problem, np.array([0 if j == k else 1 for j in range(n)]), 2, bw)
-        b = ev.set_bound(1 << k, terms, edge_tm, int(problem.si[I_OVERLAP]), problem.e_src,
-                         problem.e_dst)
+        b = ev.set_bound(1 << k, terms, edge_tm, problem.constants.overlap, problem.edges.src,
+                         problem.edges.dst)
         assert 0.0 < b <= iis[0] * (1 + 1e-12)

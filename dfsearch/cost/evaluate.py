@@ -1,69 +1,66 @@
 """The jitted evaluator: one configuration assignment -> per-configuration times and totals.
 
-The single implementation of the model (docs/model.md) used by every search. It works on the
-flat arrays of ``dfsearch.cost.lower.Problem`` (argument order: ``Problem.args()``), returns an
-integer status (``codes.Status``) and writes its results into preallocated arrays; it never
-raises and never allocates inside batch loops. ``dfsearch.cost.reference`` is its naive twin.
+The single implementation of the model (docs/model.md) used by every search. Every entry
+point takes the three records of a lowered problem (``dfsearch.cost.layout``: ``kt`` the
+``KernelTable``, ``et`` the ``EdgeTable``, ``cn`` the ``Constants``; docs/design.md, "The
+Numba boundary"), returns a ``codes.Status`` and writes its results into preallocated
+arrays; it never raises and never allocates inside batch loops. ``dfsearch.cost.reference``
+is its naive twin.
 
 Outputs
 -------
-``cfg[c, :]``: CFG_COMPUTE, CFG_MEMORY, CFG_NETWORK, CFG_II (ns), CFG_SRAM (bytes),
-CFG_TILES (T_c), CFG_CYCLES (slowest kernel, cycle model); ``res``: RES_FINAL (final_ns),
-RES_BATCH (ns_per_batch), RES_ALL_II, RES_DRAM (DRAM bytes per chip), RES_DRAM_BW (GB/s in
-effect), RES_VIOLATION (by how much the binding constraint is violated, in its unit);
+``cfg[c, :]``: the ``ConfigCol`` columns COMPUTE, MEMORY, NETWORK, II (ns), SRAM (bytes),
+TILES (T_c), CYCLES (slowest kernel, cycle model); ``res``: the ``ResultSlot`` slots FINAL
+(final_ns), BATCH (ns_per_batch), ALL_II, DRAM (DRAM bytes per chip), DRAM_BW (GB/s in
+effect), VIOLATION (by how much the binding constraint is violated, in its unit);
 ``k_pl``/``k_ps``/``k_tf``: cores and weight tiling factor of every kernel.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
+from dfsearch.codes import Phase, Status
+from dfsearch.cost import overlap as _overlap
 from dfsearch.cost._jit import jit
-from dfsearch.cost.lower import (
-    F_AR_LATENCY,
-    F_BATCH_MULT,
-    F_DRAM2_BW,
-    F_DRAM2_CAP,
-    F_DRAM_ACT_MULT,
-    F_DRAM_BW,
-    F_DRAM_CAP,
-    F_DRAM_FIXED,
-    F_FREQ,
-    F_NUM_COPY,
-    F_P2P,
-    F_SRAM_CAP,
-    I_C,
-    I_CORES,
-    I_CYCLE_MODEL,
-    I_FB_B,
-    I_FB_F,
-    I_FB_RULE,
-    I_FIXED_CONFIG,
-    I_II_NUM_INPUT,
-    I_NUM_INPUT_MIXED,
-    I_OVERLAP,
-    I_PER_CONFIG_TILES,
-    I_SPARSE,
-    I_SRAM_CHECK,
-    I_T,
-    I_TF_DIVIDES,
+from dfsearch.cost.layout import (
+    NUM_BND,
+    NUM_CFG,
+    NUM_RES,
+    NUM_SET,
+    BoundCol,
+    ConfigCol,
+    ResultSlot,
+    SetSlot,
 )
 
-__all__ = ["evaluate_one", "evaluate_batch", "min_cycles", "NUM_CFG", "NUM_RES"]
+__all__ = [
+    "evaluate_one",
+    "evaluate_batch",
+    "set_cost",
+    "bound_terms",
+    "set_bound",
+    "min_cycles",
+    "combine_overlap",
+    "ConfigCol",
+    "ResultSlot",
+    "SetSlot",
+    "BoundCol",
+    "NUM_CFG",
+    "NUM_RES",
+    "NUM_SET",
+    "NUM_BND",
+]
 
-CFG_COMPUTE, CFG_MEMORY, CFG_NETWORK, CFG_II, CFG_SRAM, CFG_TILES, CFG_CYCLES = range(7)
-NUM_CFG = 7
-RES_FINAL, RES_BATCH, RES_ALL_II, RES_DRAM, RES_DRAM_BW, RES_VIOLATION = range(6)
-NUM_RES = 6
 
-# Status codes (codes.Status; numba freezes module globals as constants)
-OK, SRAM, DRAM, CORES, ORDER, CONFIG = 0, 1, 2, 3, 6, 7
-_PERFECT, _COMPUTE_MEMORY = 1, 2
-_FWD, _BWD = 1, 2
+#: the II rule of ``codes.Overlap`` (one definition: ``dfsearch.cost.overlap``), compiled
+combine_overlap = jit(_overlap.combine_overlap)
+
 # Integer safety of the cycle model (int64, no overflow checks in numba): validation keeps
-# every kernel's single-core cycle count k_a * k_b * k_z <= 2^60 (validate.MAX_KERNEL_WORK,
+# every kernel's single-core cycle count a * b * z <= 2^60 (validate.MAX_KERNEL_WORK,
 # also asserted by lower()), cores <= 2^24, and core pairs from a mapping <= cores. Then every
 # cycle count, binary-search target and PL * PS below is <= 2^60 < _BIG, the "impossible"
 # sentinel, and a sum of core counts stops at free + _BIG < 2^63.
@@ -155,9 +152,9 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         else:
             nfree += 1
     if free < nfree:
-        return 0, CORES, budget - free + nfree
+        return 0, Status.CORES, budget - free + nfree
     if nfree == 0:
-        return floor, OK, budget - free
+        return floor, Status.OK, budget - free
     lo, hi = floor, floor
     for j in range(lo_i, hi_i):
         k = members[j]
@@ -187,38 +184,38 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         if not (pl_in[k] > 0 and ps_in[k] > 0):
             _, pl, ps = _min_cores(k_a[k], k_b[k], k_z[k], lo)
             k_pl[k], k_ps[k] = pl, ps
-    return lo, OK, budget - free + nfree
+    return lo, Status.OK, budget - free + nfree
 
 
 @jit
-def _eval_rows(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses, violations,
-    cnt, start, members, fill, net_t, net_1, chan, arcnt, memb, memk, act, div, ndiv, numin,
-    nset, nunset,
-):  # fmt: skip
+def _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
+               violations, scratch):  # fmt: skip
     """Evaluate every row of ``configs``; the full outputs (cfg, res, cores, weight tiling)
     are those of the last row. The loop body is the model: no per-row call (a call with this
     many array arguments would cost more than the evaluation itself)."""
+    cnt, start, members, fill = scratch.cnt, scratch.start, scratch.members, scratch.fill
+    net_t, net_1, chan, arcnt = scratch.net_t, scratch.net_1, scratch.chan, scratch.arcnt
+    memb, memk, act = scratch.memb, scratch.memk, scratch.act
+    div, ndiv, numin, nset, nunset = (
+        scratch.div, scratch.ndiv, scratch.numin, scratch.nset, scratch.nunset
+    )  # fmt: skip
     n = configs.shape[1]
-    ne = e_src.shape[0]
-    nc = si[I_C]
-    fixed = si[I_FIXED_CONFIG] == 1
-    fb = si[I_FB_RULE] == 1
-    fb_f = si[I_FB_F]
-    fb_b = si[I_FB_B]
-    sparse = si[I_SPARSE] == 1
+    ne = et.src.shape[0]
+    nc = cn.num_config
+    fixed = cn.fixed_config
+    fb = cn.fb_rule
+    fb_f = cn.fb_last_fwd
+    fb_b = cn.fb_first_bwd
+    sparse = cn.sparse
     weights = np.empty(n, np.int64)
     nw = 0
     for k in range(n):
-        if k_isw[k] == 1:
+        if kt.is_weight[k] == 1:
             weights[nw] = k
             nw += 1
     for i in range(configs.shape[0]):
         config = configs[i]
-        status = OK
+        status = Status.OK
         while True:
             for j in range(NUM_RES):
                 res[j] = 0.0
@@ -248,102 +245,102 @@ def _eval_rows(
                 k_ps[k] = 1
                 k_tf[k] = 1
                 if c < 0 or c >= nc:
-                    res[RES_VIOLATION] = c
-                    status = CONFIG
+                    res[ResultSlot.VIOLATION] = c
+                    status = Status.CONFIG
                     break
                 if fixed and c != k:
-                    res[RES_VIOLATION] = c - k
-                    status = CONFIG
+                    res[ResultSlot.VIOLATION] = c - k
+                    status = Status.CONFIG
                     break
-                if k_pin[k] >= 0 and c != k_pin[k]:
-                    res[RES_VIOLATION] = c - k_pin[k]
-                    status = CONFIG
+                if kt.pin[k] >= 0 and c != kt.pin[k]:
+                    res[ResultSlot.VIOLATION] = c - kt.pin[k]
+                    status = Status.CONFIG
                     break
                 if fb:
-                    if k_phase[k] == _FWD and c > fb_f:
-                        res[RES_VIOLATION] = c - fb_f
-                        status = CONFIG
+                    if kt.phase[k] == Phase.FWD and c > fb_f:
+                        res[ResultSlot.VIOLATION] = c - fb_f
+                        status = Status.CONFIG
                         break
-                    if k_phase[k] == _BWD and c < fb_b:
-                        res[RES_VIOLATION] = fb_b - c
-                        status = CONFIG
+                    if kt.phase[k] == Phase.BWD and c < fb_b:
+                        res[ResultSlot.VIOLATION] = fb_b - c
+                        status = Status.CONFIG
                         break
                 cnt[c] += 1
-                cfg[c, CFG_COMPUTE] += k_tc[k]
-                net_t[c] += k_net_t[k]
-                arcnt[c] += k_ar[k]
+                cfg[c, ConfigCol.COMPUTE] += kt.compute_ns[k]
+                net_t[c] += kt.net_tile_ns[k]
+                arcnt[c] += kt.all_reduce[k]
                 if sparse:
-                    cfg[c, CFG_SRAM] += k_sram_extra[k]
-                    net_1[c] += k_net_1[k]
-                    chan[c, 0] += k_chan[k, 0]
-                    chan[c, 1] += k_chan[k, 1]
-                    chan[c, 2] += k_chan[k, 2]
-                    memk[c] += k_mem[k]
-                    if k_num_input[k] > 0:
+                    cfg[c, ConfigCol.SRAM] += kt.sram_extra[k]
+                    net_1[c] += kt.net_once_ns[k]
+                    chan[c, 0] += kt.channel_ns[k, 0]
+                    chan[c, 1] += kt.channel_ns[k, 1]
+                    chan[c, 2] += kt.channel_ns[k, 2]
+                    memk[c] += kt.memory_bytes[k]
+                    if kt.num_input[k] > 0:
                         nset[c] += 1
-                        if k_num_input[k] > numin[c]:
-                            numin[c] = k_num_input[k]
+                        if kt.num_input[k] > numin[c]:
+                            numin[c] = kt.num_input[k]
                     else:
                         nunset[c] += 1
-            if status != OK:
+            if status != Status.OK:
                 break
             # weights: a weight kernel alone in its configuration may tile them (docs/model.md)
             for j in range(nw):
                 k = weights[j]
                 c = config[k]
                 if cnt[c] == 1:
-                    if k_wsram[k] > 0.0:
-                        div[c] += k_wsram[k]
+                    if kt.weight_sram[k] > 0.0:
+                        div[c] += kt.weight_sram[k]
                         ndiv[c] += 1
                 else:
-                    cfg[c, CFG_SRAM] += k_wsram[k]
+                    cfg[c, ConfigCol.SRAM] += kt.weight_sram[k]
             # ---- one pass over edges: order, collectives, SRAM, DRAM traffic and lifetime
             for e in range(ne):
-                s = e_src[e]
+                s = et.src[e]
                 cs = config[s]
-                cd = config[e_dst[e]]
+                cd = config[et.dst[e]]
                 if cs > cd:
-                    res[RES_VIOLATION] = cs - cd
-                    status = ORDER
+                    res[ResultSlot.VIOLATION] = cs - cd
+                    status = Status.ORDER
                     break
-                net_t[cs] += e_net_t[e]
-                arcnt[cs] += e_ar[e]
+                net_t[cs] += et.net_tile_ns[e]
+                arcnt[cs] += et.all_reduce[e]
                 if cs == cd:
-                    cfg[cs, CFG_SRAM] += e_sram_b[e] * e_sram_depth[e]
+                    cfg[cs, ConfigCol.SRAM] += et.sram_bytes[e] * et.sram_depth[e]
                 else:
-                    b = e_b[e]
+                    b = et.buffer_bytes[e]
                     memb[cs] += b
                     memb[cd] += b
                     act[cs] += b
                     act[cd + 1] -= b
-                    fp = 2.0 * e_sram_b[e]
-                    if k_isw[s] == 1 and cnt[cs] == 1:
+                    fp = 2.0 * et.sram_bytes[e]
+                    if kt.is_weight[s] == 1 and cnt[cs] == 1:
                         if fp > 0.0:
                             div[cs] += fp
                             div[cd] += fp
                             ndiv[cs] += 1
                             ndiv[cd] += 1
                     else:
-                        cfg[cs, CFG_SRAM] += fp
-                        cfg[cd, CFG_SRAM] += fp
-            if status != OK:
+                        cfg[cs, ConfigCol.SRAM] += fp
+                        cfg[cd, ConfigCol.SRAM] += fp
+            if status != Status.OK:
                 break
-            if si[I_NUM_INPUT_MIXED] == 1:
+            if cn.num_input_mixed:
                 for c in range(nc):
                     if nset[c] > 0 and nunset[c] > 0:
-                        res[RES_VIOLATION] = c
-                        status = CONFIG
+                        res[ResultSlot.VIOLATION] = c
+                        status = Status.CONFIG
                         break
-            if status != OK:
+            if status != Status.OK:
                 break
             # ---- SRAM capacity, with weight tiling only where it is needed
-            if si[I_SRAM_CHECK] == 1:
-                cap = sc[F_SRAM_CAP]
+            if cn.sram_check:
+                cap = cn.sram_cap
                 worst = 0.0
                 bad = False
                 tiling = False
                 for c in range(nc):
-                    over = cfg[c, CFG_SRAM] - cap
+                    over = cfg[c, ConfigCol.SRAM] - cap
                     if over > 0.0 or (div[c] > 0.0 and over >= 0.0):
                         if over + div[c] > worst:
                             worst = over + div[c]
@@ -351,60 +348,59 @@ def _eval_rows(
                     elif over + div[c] > 0.0:
                         tiling = True
                 if bad:
-                    res[RES_VIOLATION] = worst
-                    status = SRAM
+                    res[ResultSlot.VIOLATION] = worst
+                    status = Status.SRAM
                     break
                 if tiling:
-                    _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div, ndiv,
-                                   cap, si[I_TF_DIVIDES], k_tf)  # fmt: skip
+                    _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, cn.tf_divides, k_tf)
                     # v2: no divisor of the weight bytes may be large enough
                     for c in range(nc):  # tolerance: a tiled sum may hit the cap exactly
-                        if cfg[c, CFG_SRAM] - cap > max(worst, 1e-9 * cap):
-                            worst = cfg[c, CFG_SRAM] - cap
+                        if cfg[c, ConfigCol.SRAM] - cap > max(worst, 1e-9 * cap):
+                            worst = cfg[c, ConfigCol.SRAM] - cap
                             bad = True
                     if bad:
-                        res[RES_VIOLATION] = worst
-                        status = SRAM
+                        res[ResultSlot.VIOLATION] = worst
+                        status = Status.SRAM
                         break
                 else:
                     for c in range(nc):
-                        cfg[c, CFG_SRAM] += div[c]
+                        cfg[c, ConfigCol.SRAM] += div[c]
             else:
                 for c in range(nc):
-                    cfg[c, CFG_SRAM] += div[c]
+                    cfg[c, ConfigCol.SRAM] += div[c]
             # ---- DRAM capacity: weights x layers per stage + the widest live activations
-            per_tiles = si[I_PER_CONFIG_TILES] == 1
-            t_all = float(si[I_T])
+            per_tiles = cn.per_config_tiles
+            t_all = float(cn.num_tile)
             peak = 0.0
             run = 0.0
             for c in range(nc):
                 tcc = 1.0 if (per_tiles and nset[c] > 0) else t_all
-                cfg[c, CFG_TILES] = tcc
+                cfg[c, ConfigCol.TILES] = tcc
                 run += act[c]
                 live = run * tcc
                 if live > peak:
                     peak = live
-            total = sc[F_DRAM_FIXED] + sc[F_DRAM_ACT_MULT] * peak
-            res[RES_DRAM] = total
-            cap1 = sc[F_DRAM_CAP]
-            bw = sc[F_DRAM_BW]
-            cap2 = sc[F_DRAM2_CAP]
+            total = cn.dram_fixed + cn.dram_act_mult * peak
+            res[ResultSlot.DRAM] = total
+            cap1 = cn.dram_cap
+            bw = cn.dram_bw
+            cap2 = cn.dram2_cap
             if cap2 > 0.0:
                 if total > cap1:
                     if total > cap1 + cap2:
-                        res[RES_VIOLATION] = total - cap1 - cap2
-                        status = DRAM
+                        res[ResultSlot.VIOLATION] = total - cap1 - cap2
+                        status = Status.DRAM
                         break
-                    bw = (cap1 * sc[F_DRAM_BW] + cap2 * sc[F_DRAM2_BW]) / (cap1 + cap2)
+                    bw = (cap1 * cn.dram_bw + cap2 * cn.dram2_bw) / (cap1 + cap2)
             elif total > cap1:
-                res[RES_VIOLATION] = total - cap1
-                status = DRAM
+                res[ResultSlot.VIOLATION] = total - cap1
+                status = Status.DRAM
                 break
-            res[RES_DRAM_BW] = bw
+            res[ResultSlot.DRAM_BW] = bw
             # ---- compute
-            freq = sc[F_FREQ]
-            cores = si[I_CORES]
-            if si[I_CYCLE_MODEL] == 1:
+            freq = cn.freq_GHz
+            cores = cn.cores
+            if cn.cycle_model:
                 pos = 0
                 for c in range(nc):
                     start[c] = pos
@@ -419,59 +415,48 @@ def _eval_rows(
                     if cnt[c] == 0:
                         continue
                     cyc, st, need = _allocate(
-                        members, start[c], start[c + 1], k_a, k_b, k_z, cores, pl_in, ps_in, k_pl, k_ps
-                    )
-                    if st != OK:
-                        res[RES_VIOLATION] = need - cores
-                        status = CORES
+                        members, start[c], start[c + 1], kt.a, kt.b, kt.z, cores, pl_in, ps_in,
+                        k_pl, k_ps,
+                    )  # fmt: skip
+                    if st != Status.OK:
+                        res[ResultSlot.VIOLATION] = need - cores
+                        status = Status.CORES
                         break
-                    cfg[c, CFG_CYCLES] = cyc
-                    cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cyc / freq
+                    cfg[c, ConfigCol.CYCLES] = cyc
+                    cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cyc / freq
             else:
                 for c in range(nc):
                     if cnt[c] > cores:
-                        res[RES_VIOLATION] = cnt[c] - cores
-                        status = CORES
+                        res[ResultSlot.VIOLATION] = cnt[c] - cores
+                        status = Status.CORES
                         break
-                    cfg[c, CFG_COMPUTE] = cfg[c, CFG_TILES] * cfg[c, CFG_COMPUTE]
-            if status != OK:
+                    cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cfg[c, ConfigCol.COMPUTE]
+            if status != Status.OK:
                 break
             # ---- memory, network, II
             all_ii = 0.0
-            overlap = si[I_OVERLAP]
-            lat = sc[F_AR_LATENCY]
-            ii_numin = si[I_II_NUM_INPUT] == 1
+            lat = cn.ar_latency_ns
             for c in range(nc):
-                tcc = cfg[c, CFG_TILES]
-                tc = cfg[c, CFG_COMPUTE]
+                tcc = cfg[c, ConfigCol.TILES]
                 tm = (tcc * memb[c] + memk[c]) / bw
-                ch = chan[c, 0]
-                if chan[c, 1] > ch:
-                    ch = chan[c, 1]
-                if chan[c, 2] > ch:
-                    ch = chan[c, 2]
+                ch = max(chan[c, 0], chan[c, 1], chan[c, 2])
                 tn = tcc * net_t[c] + net_1[c] + ch + lat * arcnt[c]
-                if overlap == _PERFECT:
-                    ii = max(tc, tm, tn)
-                elif overlap == _COMPUTE_MEMORY:
-                    ii = max(tc, tm) + tn
-                else:
-                    ii = tc + tm + tn
-                if ii_numin:
+                ii = combine_overlap(cfg[c, ConfigCol.COMPUTE], tm, tn, cn.overlap)
+                if cn.ii_num_input:
                     ii *= numin[c]
-                cfg[c, CFG_MEMORY] = tm
-                cfg[c, CFG_NETWORK] = tn
-                cfg[c, CFG_II] = ii
+                cfg[c, ConfigCol.MEMORY] = tm
+                cfg[c, ConfigCol.NETWORK] = tn
+                cfg[c, ConfigCol.II] = ii
                 all_ii += ii
-            batch = all_ii * sc[F_BATCH_MULT] + sc[F_P2P]
-            res[RES_ALL_II] = all_ii
-            res[RES_BATCH] = batch
-            res[RES_FINAL] = batch / sc[F_NUM_COPY]
-            status = OK
+            batch = all_ii * cn.batch_mult + cn.p2p_ns
+            res[ResultSlot.ALL_II] = all_ii
+            res[ResultSlot.BATCH] = batch
+            res[ResultSlot.FINAL] = batch / cn.num_copy
+            status = Status.OK
             break
         statuses[i] = status
-        violations[i] = res[RES_VIOLATION]
-        finals[i] = res[RES_FINAL] if status == OK else np.inf
+        violations[i] = res[ResultSlot.VIOLATION]
+        finals[i] = res[ResultSlot.FINAL] if status == Status.OK else np.inf
 
 
 @jit
@@ -493,141 +478,118 @@ def _smallest_divisor_at_least(value, lo):
 
 
 @jit
-def _weight_tiling(config, cnt, k_isw, k_wsram, e_src, e_dst, e_sram_b, cfg, div, ndiv, cap,
-                   divides, k_tf):  # fmt: skip
+def _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, divides, k_tf):
     """Smallest weight tiling factors of lone weight kernels that make every configuration fit
     (each divisible contribution gets an equal share of its configuration's slack), then the
-    tiled SRAM footprints."""
+    tiled SRAM footprints. ``divides``: v2, the factor must divide the weight bytes."""
     n = config.shape[0]
-    ne = e_src.shape[0]
+    ne = et.src.shape[0]
     for k in range(n):
         c = config[k]
-        if k_isw[k] == 1 and cnt[c] == 1:
+        if kt.is_weight[k] == 1 and cnt[c] == 1:
             tf = 1
-            if div[c] > 0.0 and cfg[c, CFG_SRAM] + div[c] > cap:
-                need = k_wsram[k] * ndiv[c] / (cap - cfg[c, CFG_SRAM])
+            if div[c] > 0.0 and cfg[c, ConfigCol.SRAM] + div[c] > cap:
+                need = kt.weight_sram[k] * ndiv[c] / (cap - cfg[c, ConfigCol.SRAM])
                 tf = max(2, int(math.ceil(min(need, _EXACT))))
             for e in range(ne):
-                if e_src[e] == k:
-                    cd = config[e_dst[e]]
+                if et.src[e] == k:
+                    cd = config[et.dst[e]]
                     for cc in (c, cd):
-                        if cfg[cc, CFG_SRAM] + div[cc] > cap:
-                            need = 2.0 * e_sram_b[e] * ndiv[cc] / (cap - cfg[cc, CFG_SRAM])
+                        if cfg[cc, ConfigCol.SRAM] + div[cc] > cap:
+                            need = 2.0 * et.sram_bytes[e] * ndiv[cc] / (cap - cfg[cc, ConfigCol.SRAM])
                             tf = max(tf, max(2, int(math.ceil(min(need, _EXACT)))))
-            if divides == 1 and tf > 1 and 0.0 < k_wsram[k] <= _EXACT:
-                tf = _smallest_divisor_at_least(int(k_wsram[k]), tf)
+            if divides and tf > 1 and 0.0 < kt.weight_sram[k] <= _EXACT:
+                tf = _smallest_divisor_at_least(int(kt.weight_sram[k]), tf)
             k_tf[k] = tf
     for k in range(n):
         c = config[k]
-        if k_isw[k] == 1 and cnt[c] == 1:
-            cfg[c, CFG_SRAM] += k_wsram[k] / k_tf[k]
+        if kt.is_weight[k] == 1 and cnt[c] == 1:
+            cfg[c, ConfigCol.SRAM] += kt.weight_sram[k] / k_tf[k]
     for e in range(ne):
-        s = e_src[e]
-        cs, cd = config[s], config[e_dst[e]]
-        if cs != cd and k_isw[s] == 1 and cnt[cs] == 1:
-            cfg[cs, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
-            cfg[cd, CFG_SRAM] += 2.0 * e_sram_b[e] / k_tf[s]
+        s = et.src[e]
+        cs, cd = config[s], config[et.dst[e]]
+        if cs != cd and kt.is_weight[s] == 1 and cnt[cs] == 1:
+            cfg[cs, ConfigCol.SRAM] += 2.0 * et.sram_bytes[e] / k_tf[s]
+            cfg[cd, ConfigCol.SRAM] += 2.0 * et.sram_bytes[e] / k_tf[s]
+
+
+class _Scratch(NamedTuple):
+    """Per-configuration work arrays of ``_eval_rows`` (allocated once per batch)."""
+
+    cnt: np.ndarray  #: int64 (C + 1), kernels per configuration
+    start: np.ndarray  #: int64 (C + 1), first slot of each configuration in ``members``
+    members: np.ndarray  #: int64 (n), kernels grouped by configuration
+    fill: np.ndarray  #: int64 (C + 1), next free slot while grouping
+    net_t: np.ndarray  #: float64 (C), per-tile network ns
+    net_1: np.ndarray  #: float64 (C), per-execution network ns
+    chan: np.ndarray  #: float64 (C, 3), channel ns
+    arcnt: np.ndarray  #: int64 (C), all-reduces (link latency count)
+    memb: np.ndarray  #: float64 (C), spilled buffer bytes per tile
+    memk: np.ndarray  #: float64 (C), memory_size bytes
+    act: np.ndarray  #: float64 (C + 1), live activation bytes (difference array)
+    div: np.ndarray  #: float64 (C), SRAM bytes that weight tiling divides
+    ndiv: np.ndarray  #: int64 (C), how many such contributions
+    numin: np.ndarray  #: int64 (C), largest num_input
+    nset: np.ndarray  #: int64 (C), kernels that set num_input
+    nunset: np.ndarray  #: int64 (C), kernels that do not
 
 
 @jit
 def _scratch(n, nc):
-    return (
-        np.zeros(nc + 1, np.int64),  # cnt
-        np.zeros(nc + 1, np.int64),  # start
-        np.zeros(n, np.int64),  # members
-        np.zeros(nc + 1, np.int64),  # fill
-        np.zeros(nc, np.float64),  # net_t
-        np.zeros(nc, np.float64),  # net_1
-        np.zeros((nc, 3), np.float64),  # chan
-        np.zeros(nc, np.int64),  # arcnt
-        np.zeros(nc, np.float64),  # memb
-        np.zeros(nc, np.float64),  # memk
-        np.zeros(nc + 1, np.float64),  # act
-        np.zeros(nc, np.float64),  # div
-        np.zeros(nc, np.int64),  # ndiv
-        np.zeros(nc, np.int64),  # numin
-        np.zeros(nc, np.int64),  # nset
-        np.zeros(nc, np.int64),  # nunset
-    )
+    i64, f64 = np.int64, np.float64
+    return _Scratch(
+        np.zeros(nc + 1, i64), np.zeros(nc + 1, i64), np.zeros(n, i64), np.zeros(nc + 1, i64),
+        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, 3), f64), np.zeros(nc, i64),
+        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros(nc + 1, f64), np.zeros(nc, f64),
+        np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64),
+    )  # fmt: skip
 
 
 @jit
-def evaluate_one(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
-):  # fmt: skip
+def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     """Evaluate one assignment with full outputs. Returns the status code."""
     n = config.shape[0]
-    s = _scratch(n, si[I_C])
     finals = np.zeros(1)
     statuses = np.zeros(1, np.int64)
     viol = np.zeros(1)
     configs = np.empty((1, n), np.int64)
     configs[0, :] = config
-    _eval_rows(
-        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-        k_pin, k_num_input, k_sram_extra,
-        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-        configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses, viol,
-        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
-        s[13], s[14], s[15],
-    )  # fmt: skip
+    _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
+               viol, _scratch(n, cn.num_config))  # fmt: skip
     return statuses[0]
 
 
 @jit
-def evaluate_batch(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    configs, finals, statuses, violations,
-):  # fmt: skip
+def evaluate_batch(kt, et, cn, configs, finals, statuses, violations):
     """Evaluate every row of ``configs`` (cores chosen optimally); write final_ns (inf when
     infeasible), the status and the violated amount of each row."""
     n = configs.shape[1]
-    nc = si[I_C]
-    s = _scratch(n, nc)
+    nc = cn.num_config
     zero = np.zeros(n, np.int64)
     _eval_rows(
-        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-        k_pin, k_num_input, k_sram_extra,
-        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-        configs, zero, zero, np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
+        kt, et, cn, configs, zero, zero, np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
         np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
-        finals, statuses, violations,
-        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12],
-        s[13], s[14], s[15],
+        finals, statuses, violations, _scratch(n, nc),
     )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- one configuration
-SET_II, SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION, SET_HIDDEN = range(6)
-NUM_SET = 6
-
-
 @jit
-def set_cost(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
-):  # fmt: skip
+def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out):
     """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
     configurations (3: an earlier weight kernel alone in its configuration, whose output
     buffers are weight-tiled), 0 for later ones (the DP over order ideals, docs/design.md).
 
-    The same equations as ``_eval`` restricted to one configuration: set-local except the
+    The same equations as ``_eval_rows`` restricted to one configuration: set-local except the
     SRAM read-side footprint of buffers produced by a lone weight kernel of another
     configuration, when the caller does not mark it with 3: counted untiled (``relax`` = 0, an
-    over-estimate; ``out[SET_HIDDEN]`` = 1 when a rejection might be due to it), or free
+    over-estimate; ``out[SetSlot.HIDDEN]`` = 1 when a rejection might be due to it), or free
     (``relax`` = 1, which turns a DP into a lower bound); ``relax`` = 2: the caller marks
     lone weight kernels exactly. ``live_cap`` bounds T_c * live activation bytes (DRAM).
-    Writes out[SET_II] (inf if infeasible), SET_SRAM, SET_LIVE, SET_STATUS, SET_VIOLATION.
+    Writes every ``SetSlot`` of ``out``.
     """
-    n = k_a.shape[0]
-    ne = e_src.shape[0]
+    n = kt.a.shape[0]
+    ne = et.src.shape[0]
     cnt = 0
     tc = 0.0
     sram = 0.0
@@ -646,129 +608,109 @@ def set_cost(
         if where[k] == 1:
             members[cnt] = k
             cnt += 1
-            tc += k_tc[k]
-            sram += k_sram_extra[k]
-            net_t += k_net_t[k]
-            net_1 += k_net_1[k]
-            ch0 += k_chan[k, 0]
-            ch1 += k_chan[k, 1]
-            ch2 += k_chan[k, 2]
-            arc += k_ar[k]
-            memk += k_mem[k]
-            if k_num_input[k] > 0:
+            tc += kt.compute_ns[k]
+            sram += kt.sram_extra[k]
+            net_t += kt.net_tile_ns[k]
+            net_1 += kt.net_once_ns[k]
+            ch0 += kt.channel_ns[k, 0]
+            ch1 += kt.channel_ns[k, 1]
+            ch2 += kt.channel_ns[k, 2]
+            arc += kt.all_reduce[k]
+            memk += kt.memory_bytes[k]
+            if kt.num_input[k] > 0:
                 nset += 1
-                if k_num_input[k] > numin:
-                    numin = k_num_input[k]
-    out[SET_HIDDEN] = 0.0
-    if cnt == 1 and k_isw[members[0]] == 1:
+                if kt.num_input[k] > numin:
+                    numin = kt.num_input[k]
+    out[SetSlot.HIDDEN] = 0.0
+    if cnt == 1 and kt.is_weight[members[0]] == 1:
         lone_w = members[0]
     div = 0.0
     if lone_w >= 0:
-        div += k_wsram[lone_w]
+        div += kt.weight_sram[lone_w]
     elif cnt > 0:
         for j in range(cnt):
-            sram += k_wsram[members[j]]
+            sram += kt.weight_sram[members[j]]
     live = 0.0
     hidden = 0.0
     for e in range(ne):
-        s, d = e_src[e], e_dst[e]
+        s, d = et.src[e], et.dst[e]
         s_in = where[s] == 1
         d_in = where[d] == 1
         if s_in:
-            net_t += e_net_t[e]
-            arc += e_ar[e]
+            net_t += et.net_tile_ns[e]
+            arc += et.all_reduce[e]
         if s_in and d_in:
-            sram += e_sram_b[e] * e_sram_depth[e]
+            sram += et.sram_bytes[e] * et.sram_depth[e]
         elif s_in or d_in:
-            memb += e_b[e]
-            fp = 2.0 * e_sram_b[e]
+            memb += et.buffer_bytes[e]
+            fp = 2.0 * et.sram_bytes[e]
             if (s_in and lone_w >= 0) or (d_in and where[s] == 3):
                 div += fp
-            elif d_in and k_isw[s] == 1 and relax == 1:
+            elif d_in and kt.is_weight[s] == 1 and relax == 1:
                 pass
             else:
                 sram += fp
-                if d_in and k_isw[s] == 1 and relax == 0:
+                if d_in and kt.is_weight[s] == 1 and relax == 0:
                     hidden += fp
         if where[s] != 0 and where[d] < 2 and not (s_in and d_in):
-            live += e_b[e]
-    tcc = si[I_T]
-    if si[I_PER_CONFIG_TILES] == 1 and nset > 0:
+            live += et.buffer_bytes[e]
+    tcc = cn.num_tile
+    if cn.per_config_tiles and nset > 0:
         tcc = 1
-    out[SET_LIVE] = live * tcc
-    out[SET_II] = np.inf
-    if si[I_NUM_INPUT_MIXED] == 1 and nset > 0 and nset < cnt:
-        out[SET_STATUS] = CONFIG
-        out[SET_VIOLATION] = 0.0
+    out[SetSlot.LIVE] = live * tcc
+    out[SetSlot.II] = np.inf
+    if cn.num_input_mixed and nset > 0 and nset < cnt:
+        out[SetSlot.STATUS] = Status.CONFIG.value
+        out[SetSlot.VIOLATION] = 0.0
         return
-    if si[I_SRAM_CHECK] == 1:
-        cap = sc[F_SRAM_CAP]
+    if cn.sram_check:
+        cap = cn.sram_cap
         over = sram - cap
         if over > 0.0 or (div > 0.0 and over >= 0.0):
-            out[SET_STATUS] = SRAM
-            out[SET_VIOLATION] = over + div
+            out[SetSlot.STATUS] = Status.SRAM.value
+            out[SetSlot.VIOLATION] = over + div
             if hidden > 0.0 and over - hidden < 0.0:
-                out[SET_HIDDEN] = 1.0
+                out[SetSlot.HIDDEN] = 1.0
             return
-        out[SET_SRAM] = sram + (div if sram + div <= cap else cap - sram)
+        out[SetSlot.SRAM] = sram + (div if sram + div <= cap else cap - sram)
     else:
-        out[SET_SRAM] = sram + div
+        out[SetSlot.SRAM] = sram + div
     if live * tcc > live_cap:
         # live_cap = (DRAM capacity - fixed bytes) / act_mult: the DRAM overflow in bytes is
         # act_mult times the excess of live bytes
-        out[SET_STATUS] = DRAM
-        out[SET_VIOLATION] = (live * tcc - live_cap) * sc[F_DRAM_ACT_MULT]
+        out[SetSlot.STATUS] = Status.DRAM.value
+        out[SetSlot.VIOLATION] = (live * tcc - live_cap) * cn.dram_act_mult
         return
-    freq = sc[F_FREQ]
-    cores = si[I_CORES]
-    if si[I_CYCLE_MODEL] == 1:
+    cores = cn.cores
+    if cn.cycle_model:
         if cnt > 0:
-            cyc, st, _ = _allocate(members, 0, cnt, k_a, k_b, k_z, cores, zero, zero, k_pl, k_ps)
-            if st != OK:
-                out[SET_STATUS] = CORES
-                out[SET_VIOLATION] = cnt - cores
+            cyc, st, _ = _allocate(members, 0, cnt, kt.a, kt.b, kt.z, cores, zero, zero, k_pl, k_ps)
+            if st != Status.OK:
+                out[SetSlot.STATUS] = Status.CORES.value
+                out[SetSlot.VIOLATION] = cnt - cores
                 return
-            tc = tcc * cyc / freq
+            tc = tcc * cyc / cn.freq_GHz
         else:
             tc = 0.0
     else:
         if cnt > cores:
-            out[SET_STATUS] = CORES
-            out[SET_VIOLATION] = cnt - cores
+            out[SetSlot.STATUS] = Status.CORES.value
+            out[SetSlot.VIOLATION] = cnt - cores
             return
         tc = tcc * tc
     tm = (tcc * memb + memk) / dram_bw
-    chm = ch0
-    if ch1 > chm:
-        chm = ch1
-    if ch2 > chm:
-        chm = ch2
-    tn = tcc * net_t + net_1 + chm + sc[F_AR_LATENCY] * arc
-    overlap = si[I_OVERLAP]
-    if overlap == _PERFECT:
-        ii = max(tc, tm, tn)
-    elif overlap == _COMPUTE_MEMORY:
-        ii = max(tc, tm) + tn
-    else:
-        ii = tc + tm + tn
-    if si[I_II_NUM_INPUT] == 1:
+    tn = tcc * net_t + net_1 + max(ch0, ch1, ch2) + cn.ar_latency_ns * arc
+    ii = combine_overlap(tc, tm, tn, cn.overlap)
+    if cn.ii_num_input:
         ii *= numin
-    out[SET_II] = ii
-    out[SET_STATUS] = OK
-    out[SET_VIOLATION] = 0.0
+    out[SetSlot.II] = ii
+    out[SetSlot.STATUS] = Status.OK.value
+    out[SetSlot.VIOLATION] = 0.0
 
 
 # ---- admissible lower bound of a set's II (used to prune the assignment search) ----------
-BND_TC, BND_FLOOR, BND_TM, BND_TN, BND_CH0, BND_CH1, BND_CH2 = range(7)
-NUM_BND = 7
-
-
 @jit
-def bound_terms(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si, dram_bw,
-):  # fmt: skip
+def bound_terms(kt, et, cn, dram_bw):
     """Per-kernel terms of a lower bound of ``set_cost``'s II that is additive over kernels.
 
     For any set S of kernels placed in one configuration, ``set_bound`` of these terms over S
@@ -781,42 +723,44 @@ def bound_terms(
     DRAM by S's configuration; when S spans several configurations, each such edge still
     crosses into or out of one of them); network: every term is per kernel or per edge in
     its source's configuration, the channel maximum >= each channel's sum. Each term is a
-    sum over S (BND_FLOOR: a maximum), so the bound splits over configurations.
+    sum over S (BoundCol.FLOOR: a maximum), so the bound splits over configurations.
     Returns (per-kernel terms [n, NUM_BND], per-edge memory time [E]).
     """
-    n = k_a.shape[0]
+    n = kt.a.shape[0]
     out = np.zeros((n, NUM_BND))
-    edge_tm = np.zeros(e_src.shape[0])
-    t = si[I_T]
-    tmin = min(t, 1) if si[I_PER_CONFIG_TILES] == 1 else t
-    freq = sc[F_FREQ]
-    cores = si[I_CORES]
+    edge_tm = np.zeros(et.src.shape[0])
+    t = cn.num_tile
+    tmin = min(t, 1) if cn.per_config_tiles else t
+    freq = cn.freq_GHz
+    cores = cn.cores
+    lat = cn.ar_latency_ns
     for k in range(n):
-        if si[I_CYCLE_MODEL] == 1:
-            if k_a[k] > 0 and k_b[k] > 0 and k_z[k] > 0:
-                work = float(k_a[k]) * float(k_b[k]) * float(k_z[k])
-                out[k, BND_TC] = tmin * work / (cores * freq)
-                cyc, _, _ = min_cycles(k_a[k], k_b[k], k_z[k], cores)
-                out[k, BND_FLOOR] = tmin * cyc / freq
+        if cn.cycle_model:
+            if kt.a[k] > 0 and kt.b[k] > 0 and kt.z[k] > 0:
+                work = float(kt.a[k]) * float(kt.b[k]) * float(kt.z[k])
+                out[k, BoundCol.TC] = tmin * work / (cores * freq)
+                cyc, _, _ = min_cycles(kt.a[k], kt.b[k], kt.z[k], cores)
+                out[k, BoundCol.FLOOR] = tmin * cyc / freq
         else:
-            out[k, BND_TC] = tmin * k_tc[k]
-        out[k, BND_TM] = k_mem[k] / dram_bw
-        out[k, BND_TN] = tmin * k_net_t[k] + k_net_1[k] + sc[F_AR_LATENCY] * k_ar[k]
-        out[k, BND_CH0] = k_chan[k, 0]
-        out[k, BND_CH1] = k_chan[k, 1]
-        out[k, BND_CH2] = k_chan[k, 2]
-    for e in range(e_src.shape[0]):
-        s = e_src[e]
-        out[s, BND_TN] += tmin * e_net_t[e] + sc[F_AR_LATENCY] * e_ar[e]
-        edge_tm[e] = tmin * e_b[e] / dram_bw
+            out[k, BoundCol.TC] = tmin * kt.compute_ns[k]
+        out[k, BoundCol.TM] = kt.memory_bytes[k] / dram_bw
+        out[k, BoundCol.TN] = tmin * kt.net_tile_ns[k] + kt.net_once_ns[k] + lat * kt.all_reduce[k]
+        out[k, BoundCol.CH0] = kt.channel_ns[k, 0]
+        out[k, BoundCol.CH1] = kt.channel_ns[k, 1]
+        out[k, BoundCol.CH2] = kt.channel_ns[k, 2]
+    for e in range(et.src.shape[0]):
+        s = et.src[e]
+        out[s, BoundCol.TN] += tmin * et.net_tile_ns[e] + lat * et.all_reduce[e]
+        edge_tm[e] = tmin * et.buffer_bytes[e] / dram_bw
     return out, edge_tm
 
 
 @jit
 def set_bound(mask, terms, edge_tm, overlap, e_src, e_dst):
     """Lower bound of the summed II of any split of the kernels in bitmask ``mask`` over
-    configurations (one or more): the additive terms of ``bound_terms`` combined the way
-    ``set_cost`` combines compute, memory and network for ``overlap``."""
+    configurations (one or more): the additive terms of ``bound_terms`` combined by
+    ``combine_overlap`` (``overlap``: a ``codes.Overlap`` value), as ``set_cost`` combines
+    compute, memory and network."""
     tc = 0.0
     fl = 0.0
     tm = 0.0
@@ -828,14 +772,14 @@ def set_bound(mask, terms, edge_tm, overlap, e_src, e_dst):
     k = 0
     while rest != 0:
         if rest & 1:
-            tc += terms[k, BND_TC]
-            if terms[k, BND_FLOOR] > fl:
-                fl = terms[k, BND_FLOOR]
-            tm += terms[k, BND_TM]
-            tn += terms[k, BND_TN]
-            c0 += terms[k, BND_CH0]
-            c1 += terms[k, BND_CH1]
-            c2 += terms[k, BND_CH2]
+            tc += terms[k, BoundCol.TC]
+            if terms[k, BoundCol.FLOOR] > fl:
+                fl = terms[k, BoundCol.FLOOR]
+            tm += terms[k, BoundCol.TM]
+            tn += terms[k, BoundCol.TN]
+            c0 += terms[k, BoundCol.CH0]
+            c1 += terms[k, BoundCol.CH1]
+            c2 += terms[k, BoundCol.CH2]
         rest >>= 1
         k += 1
     for e in range(e_src.shape[0]):
@@ -844,8 +788,4 @@ def set_bound(mask, terms, edge_tm, overlap, e_src, e_dst):
     if fl > tc:
         tc = fl
     tn += max(c0, c1, c2)
-    if overlap == _PERFECT:
-        return max(tc, tm, tn)
-    if overlap == _COMPUTE_MEMORY:
-        return max(tc, tm) + tn
-    return tc + tm + tn
+    return combine_overlap(tc, tm, tn, overlap)

@@ -1,8 +1,9 @@
-"""Lowering: a validated spec plus the outer choices -> flat, read-only numpy arrays.
+"""Lowering: a validated spec plus the outer choices -> the records of ``cost/layout.py``.
 
-This is the only code that knows both worlds: it reads ``Spec`` objects and writes the arrays
-the jitted evaluator (``dfsearch.cost.evaluate``) and its pure-Python twin
-(``dfsearch.cost.reference``) consume. Every equation that depends only on the outer choices
+This is the only code that knows both worlds: it reads ``Spec`` objects and writes the
+read-only records (``KernelTable``, ``EdgeTable``, ``Constants``) that the jitted evaluator
+(``dfsearch.cost.evaluate``) and the searches consume; the pure-Python twin
+(``dfsearch.cost.reference``) reads the spec itself. Every equation that depends only on the outer choices
 (shape, sharding, micro-batch size, tile count, number of configurations) is evaluated here,
 once: shard dimensions, buffer and weight bytes, FLOP, collective ratios and bytes, the
 pipeline factor and batch multiplier, DRAM constants.
@@ -27,6 +28,7 @@ from dfsearch.codes import (
     WorkloadKind,
 )
 from dfsearch.cost import network
+from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.quirks import Quirks
 from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 from dfsearch.spec import AUTO, Spec
@@ -35,46 +37,15 @@ from dfsearch.validate import MAX_KERNEL_WORK
 __all__ = [
     "Outer",
     "Problem",
+    "KernelTable",
+    "EdgeTable",
+    "Constants",
     "lower",
     "shard_dims",
     "effective_num_config",
     "forced_config",
     "fwd_bwd_bounds",
 ]
-
-# ---- indices into Problem.sc (float scalars) --------------------------------------------
-F_FREQ = 0
-F_SRAM_CAP = 1  #: inf = unlimited
-F_DRAM_CAP = 2  #: inf = unlimited
-F_DRAM_BW = 3
-F_DRAM2_BW = 4
-F_DRAM2_CAP = 5  #: 0 = no second tier
-F_DRAM_FIXED = 6  #: DRAM bytes that do not depend on the assignment
-F_DRAM_ACT_MULT = 7  #: multiplier of max_c I(c) in the DRAM total (mbs, or 0)
-F_AR_LATENCY = 8  #: ns added per all-reduce in a configuration (v2 link_latency)
-F_BATCH_MULT = 9  #: ns_per_batch = all_config_II * batch_mult + p2p
-F_P2P = 10
-F_NUM_COPY = 11
-NUM_F = 12
-
-# ---- indices into Problem.si (int scalars) ----------------------------------------------
-I_T = 0  #: num_tile
-I_C = 1  #: number of configurations
-I_CORES = 2
-I_CYCLE_MODEL = 3  #: 1 when compute_util == 0
-I_OVERLAP = 4  #: codes.Overlap value
-I_SRAM_CHECK = 5
-I_TF_DIVIDES = 6  #: v2: the weight tiling factor must divide the weight bytes
-I_PER_CONFIG_TILES = 7  #: v2: T_c = 1 in configurations holding a num_input kernel
-I_II_NUM_INPUT = 8  #: v2: II(c) multiplied by max num_input in c
-I_FB_RULE = 9  #: 1 when the FWD/BWD split rule applies
-I_FB_F = 10  #: FWD kernels in configurations <= f
-I_FB_B = 11  #: BWD kernels in configurations >= b
-I_NUM_INPUT_MIXED = 12  #: some kernels set num_input and some do not
-I_FIXED_CONFIG = 13  #: configuration k holds kernel k (KBK or num_config = #kernels)
-I_SPARSE = 14  #: 1 when some kernel has channel, per-execution, memory or extra terms
-NUM_I = 15
-
 
 @dataclass(frozen=True, slots=True)
 class Outer:
@@ -89,35 +60,12 @@ class Outer:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Problem:
-    """Flat read-only arrays for the evaluator. ``args()`` fixes their order in one place."""
+    """One lowered problem: the three records every jitted function takes
+    (``dfsearch.cost.layout``), plus metadata for reports that no jitted code reads."""
 
-    # kernels (n)
-    k_a: np.ndarray  #: int64, ceil(sM / W): lanes' work
-    k_b: np.ndarray  #: int64, second ceiling dimension (ceil(sN/H), ceil(sK/es), 1 for SIMD)
-    k_z: np.ndarray  #: int64, cycles multiplier (sK, sN; x num_input in v1)
-    k_tc: np.ndarray  #: float64, FLOP-model compute ns per tile (0 in the cycle model)
-    k_weight_sram: np.ndarray  #: float64, weight SRAM bytes before weight tiling
-    k_is_weight: np.ndarray  #: int64 0/1
-    k_mem: np.ndarray  #: float64, memory_size bytes per graph execution
-    k_net_t: np.ndarray  #: float64, network ns per tile
-    k_net_1: np.ndarray  #: float64, network ns per execution (not x T)
-    k_chan: np.ndarray  #: float64 (n, 3): all-to-all/broadcast channel ns, max over channels
-    k_ar: np.ndarray  #: int64 0/1: an all-reduce with bytes > 0 (link latency count)
-    k_phase: np.ndarray  #: int64 codes.Phase
-    k_pin: np.ndarray  #: int64 pinned configuration (-1 = free)
-    k_num_input: np.ndarray  #: int64 (0 = unset)
-    k_sram_extra: np.ndarray  #: float64
-    # edges (E)
-    e_src: np.ndarray
-    e_dst: np.ndarray
-    e_b: np.ndarray  #: float64, buffer bytes per chip per tile
-    e_sram_b: np.ndarray  #: float64, bytes used in the SRAM footprint
-    e_sram_depth: np.ndarray  #: int64, depth used in the SRAM footprint
-    e_net_t: np.ndarray  #: float64, network ns per tile of the edge's collective
-    e_ar: np.ndarray  #: int64 0/1
-    # scalars
-    sc: np.ndarray
-    si: np.ndarray
+    kernels: KernelTable
+    edges: EdgeTable
+    constants: Constants
     # metadata for reports (not passed to the evaluator)
     outer: Outer
     names: tuple[str, ...]
@@ -135,19 +83,9 @@ class Problem:
     layers_per_stage: int
     pipeline_factor: float
 
-    def args(self) -> tuple[np.ndarray, ...]:
-        """The evaluator's array arguments, in its signature order."""
-        return (
-            self.k_a, self.k_b, self.k_z, self.k_tc, self.k_weight_sram, self.k_is_weight,
-            self.k_mem, self.k_net_t, self.k_net_1, self.k_chan, self.k_ar, self.k_phase,
-            self.k_pin, self.k_num_input, self.k_sram_extra,
-            self.e_src, self.e_dst, self.e_b, self.e_sram_b, self.e_sram_depth, self.e_net_t,
-            self.e_ar, self.sc, self.si,
-        )  # fmt: skip
-
     @property
     def num_config(self) -> int:
-        return int(self.si[I_C])
+        return self.constants.num_config
 
     @property
     def num_kernels(self) -> int:
@@ -429,49 +367,37 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     f_cap, b_min = fwd_bwd_bounds(c)
     num_set = sum(1 for k in kernels if k.num_input > 0)
 
-    sc = np.zeros(NUM_F)
-    sc[F_FREQ] = acc.freq_GHz
-    sc[F_SRAM_CAP] = sram_cap
-    sc[F_DRAM_CAP] = dram_cap
-    sc[F_DRAM_BW] = mem.dram_bw_GBps
-    sc[F_DRAM2_BW] = mem.second_dram_bw_GBps if tiered else 0.0
-    sc[F_DRAM2_CAP] = mem.second_dram_bytes if tiered else 0.0
-    sc[F_DRAM_FIXED] = dram_fixed
-    sc[F_DRAM_ACT_MULT] = act_mult
-    sc[F_AR_LATENCY] = ar_latency
-    sc[F_BATCH_MULT] = batch_mult
-    sc[F_P2P] = p2p
-    sc[F_NUM_COPY] = copies
-    sc.setflags(write=False)
-    si = np.zeros(NUM_I, dtype=np.int64)
-    si[I_T] = t
-    si[I_C] = c
-    si[I_CORES] = acc.cores
-    si[I_CYCLE_MODEL] = 1 if cycle_model else 0
-    si[I_OVERLAP] = int(ex.overlap)
-    si[I_SRAM_CHECK] = 1 if sram_check else 0
-    si[I_TF_DIVIDES] = 1 if v2 else 0
-    si[I_PER_CONFIG_TILES] = 1 if (v2 and num_set > 0) else 0
-    si[I_II_NUM_INPUT] = 1 if v2 else 0
-    si[I_FB_RULE] = 1 if fb_rule else 0
-    si[I_FB_F] = f_cap
-    si[I_FB_B] = b_min
-    si[I_NUM_INPUT_MIXED] = 1 if 0 < num_set < n else 0
-    si[I_FIXED_CONFIG] = 1 if fixed else 0
     extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in kernels)
-    si[I_SPARSE] = 1 if (extras or k_chan.any() or any(k_net_1)) else 0
-    si.setflags(write=False)
+    constants = Constants(
+        freq_GHz=float(acc.freq_GHz), sram_cap=float(sram_cap), dram_cap=float(dram_cap),
+        dram_bw=float(mem.dram_bw_GBps),
+        dram2_bw=float(mem.second_dram_bw_GBps) if tiered else 0.0,
+        dram2_cap=float(mem.second_dram_bytes) if tiered else 0.0,
+        dram_fixed=float(dram_fixed), dram_act_mult=float(act_mult),
+        ar_latency_ns=float(ar_latency), batch_mult=float(batch_mult), p2p_ns=float(p2p),
+        num_copy=float(copies), num_tile=int(t), num_config=int(c), cores=int(acc.cores),
+        overlap=int(ex.overlap), fb_last_fwd=int(f_cap), fb_first_bwd=int(b_min),
+        cycle_model=bool(cycle_model), sram_check=bool(sram_check), tf_divides=v2,
+        per_config_tiles=v2 and num_set > 0, ii_num_input=v2, fb_rule=bool(fb_rule),
+        num_input_mixed=0 < num_set < n, fixed_config=bool(fixed),
+        sparse=bool(extras or k_chan.any() or any(k_net_1)),
+    )
 
     pins = [k.config if (k.config >= 0 and not fixed) else -1 for k in kernels]
     return Problem(
-        k_a=_i(k_a), k_b=_i(k_b), k_z=_i(k_z), k_tc=_f(k_tc), k_weight_sram=_f(k_wsram),
-        k_is_weight=_i(k_isw), k_mem=_f([k.memory_bytes for k in kernels]),
-        k_net_t=_f(k_net_t), k_net_1=_f(k_net_1), k_chan=k_chan, k_ar=_i(k_ar),
-        k_phase=_i([int(k.phase) for k in kernels]), k_pin=_i(pins),
-        k_num_input=_i([k.num_input for k in kernels]),
-        k_sram_extra=_f([k.sram_extra_bytes for k in kernels]),
-        e_src=_i(e_src), e_dst=_i(e_dst), e_b=_f(e_b), e_sram_b=_f(e_sram_b),
-        e_sram_depth=_i(e_sram_depth), e_net_t=_f(e_net_t), e_ar=_i(e_ar), sc=sc, si=si,
+        kernels=KernelTable(
+            a=_i(k_a), b=_i(k_b), z=_i(k_z), compute_ns=_f(k_tc), weight_sram=_f(k_wsram),
+            is_weight=_i(k_isw), memory_bytes=_f([k.memory_bytes for k in kernels]),
+            net_tile_ns=_f(k_net_t), net_once_ns=_f(k_net_1), channel_ns=k_chan,
+            all_reduce=_i(k_ar), phase=_i([int(k.phase) for k in kernels]), pin=_i(pins),
+            num_input=_i([k.num_input for k in kernels]),
+            sram_extra=_f([k.sram_extra_bytes for k in kernels]),
+        ),
+        edges=EdgeTable(
+            src=_i(e_src), dst=_i(e_dst), buffer_bytes=_f(e_b), sram_bytes=_f(e_sram_b),
+            sram_depth=_i(e_sram_depth), net_tile_ns=_f(e_net_t), all_reduce=_i(e_ar),
+        ),
+        constants=constants,
         outer=outer, names=st.names,
         shard_m=tuple(d[0] for d in dims), shard_k=tuple(d[1] for d in dims),
         shard_n=tuple(d[2] for d in dims),

@@ -8,17 +8,19 @@ outer choices.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from dfsearch.codes import Status
+from dfsearch.cost.layout import NUM_CFG, NUM_RES, ConfigCol, ResultSlot
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.spec import Spec
 
-__all__ = ["ConfigTimes", "Evaluation", "Evaluator", "evaluate", "outer_status"]
+__all__ = ["ConfigTimes", "Evaluation", "Evaluator", "Outputs", "evaluate", "outer_status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,22 @@ def outer_status(spec: Spec, outer: Outer) -> tuple[Status, float]:
     return Status.OK, 0.0
 
 
+class Outputs(NamedTuple):
+    """The jitted evaluator's full outputs for one assignment (``Evaluator.full``)."""
+
+    status: Status
+    per_config: np.ndarray  #: float64 (C, NUM_CFG): columns ``layout.ConfigCol``
+    totals: np.ndarray  #: float64 (NUM_RES,): slots ``layout.ResultSlot``
+    par_lane: np.ndarray  #: int64 (n,): PL of every kernel
+    par_stage: np.ndarray  #: int64 (n,): PS of every kernel
+    weight_tiling: np.ndarray  #: int64 (n,): weight tiling factor of every kernel
+
+    @property
+    def all_config_ii_ns(self) -> float:
+        """Sum of the configurations' IIs (meaningful when the status is OK)."""
+        return float(self.totals[ResultSlot.ALL_II])
+
+
 class Evaluator:
     """The jitted evaluator bound to one lowered problem (fixed outer choices)."""
 
@@ -114,26 +132,27 @@ class Evaluator:
 
         self.problem = problem
         self._ev = ev
-        self._args = problem.args()
 
     def batch(self, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """final_ns (inf if infeasible), status and violation of every row of ``configs``."""
+        p = self.problem
         configs = np.ascontiguousarray(configs, dtype=np.int64)
         m = configs.shape[0]
         finals = np.empty(m)
         statuses = np.empty(m, dtype=np.int64)
         viol = np.empty(m)
-        self._ev.evaluate_batch(*self._args, configs, finals, statuses, viol)
+        self._ev.evaluate_batch(p.kernels, p.edges, p.constants, configs, finals, statuses, viol)
         return finals, statuses, viol
 
     def full(
         self, config: tuple[int, ...], par_lane: tuple[int, ...] = (), par_stage: tuple[int, ...] = ()
-    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Status, per-config array, result array, PL, PS and weight tiling of one assignment."""
+    ) -> Outputs:
+        """Status, per-configuration and total outputs, PL, PS and weight tiling of one
+        assignment."""
         p = self.problem
         n, nc = p.num_kernels, p.num_config
-        cfg = np.zeros((nc, self._ev.NUM_CFG))
-        res = np.zeros(self._ev.NUM_RES)
+        cfg = np.zeros((nc, NUM_CFG))
+        res = np.zeros(NUM_RES)
         pl = np.zeros(n, np.int64)
         ps = np.zeros(n, np.int64)
         if par_lane:
@@ -142,9 +161,10 @@ class Evaluator:
             ps[:] = par_stage
         k_pl, k_ps, k_tf = np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64)
         st = self._ev.evaluate_one(
-            *self._args, np.asarray(config, np.int64), pl, ps, cfg, res, k_pl, k_ps, k_tf
-        )
-        return int(st), cfg, res, k_pl, k_ps, k_tf
+            p.kernels, p.edges, p.constants, np.asarray(config, np.int64), pl, ps, cfg, res,
+            k_pl, k_ps, k_tf,
+        )  # fmt: skip
+        return Outputs(Status(int(st)), cfg, res, k_pl, k_ps, k_tf)
 
 
 def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Evaluation:
@@ -171,19 +191,16 @@ def evaluate_problem(
     spec: Spec, problem: Problem, decision: Decision, *, quirks: Quirks = Quirks()
 ) -> Evaluation:
     """Like ``evaluate`` for an already lowered problem."""
-    from dfsearch.cost import evaluate as ev
-
     ost, oviol = outer_status(spec, problem.outer)
     n = problem.num_kernels
     if ost is not Status.OK:
-        st, cfg, res = int(ost), np.zeros((problem.num_config, ev.NUM_CFG)), np.zeros(ev.NUM_RES)
-        res[ev.RES_VIOLATION] = oviol
-        k_pl = k_ps = k_tf = np.ones(n, np.int64)
+        res = np.zeros(NUM_RES)
+        res[ResultSlot.VIOLATION] = oviol
+        one = np.ones(n, np.int64)
+        out = Outputs(ost, np.zeros((problem.num_config, NUM_CFG)), res, one, one, one)
     else:
-        st, cfg, res, k_pl, k_ps, k_tf = Evaluator(problem).full(
-            decision.config, decision.par_lane, decision.par_stage
-        )
-    status = Status(st)
+        out = Evaluator(problem).full(decision.config, decision.par_lane, decision.par_stage)
+    status, cfg, res = out.status, out.per_config, out.totals
     members: list[list[str]] = [[] for _ in range(problem.num_config)]
     for name, c in zip(problem.names, decision.config):
         if 0 <= c < problem.num_config:
@@ -191,31 +208,31 @@ def evaluate_problem(
     configs = tuple(
         ConfigTimes(
             kernels=tuple(members[c]),
-            compute_ns=float(cfg[c, ev.CFG_COMPUTE]),
-            memory_ns=float(cfg[c, ev.CFG_MEMORY]),
-            network_ns=float(cfg[c, ev.CFG_NETWORK]),
-            ii_ns=float(cfg[c, ev.CFG_II]),
-            sram_bytes=float(cfg[c, ev.CFG_SRAM]),
-            num_tile=int(cfg[c, ev.CFG_TILES]),
+            compute_ns=float(cfg[c, ConfigCol.COMPUTE]),
+            memory_ns=float(cfg[c, ConfigCol.MEMORY]),
+            network_ns=float(cfg[c, ConfigCol.NETWORK]),
+            ii_ns=float(cfg[c, ConfigCol.II]),
+            sram_bytes=float(cfg[c, ConfigCol.SRAM]),
+            num_tile=int(cfg[c, ConfigCol.TILES]),
         )
         for c in range(problem.num_config)
     )
     feasible = status is Status.OK
-    dram_bw = float(res[ev.RES_DRAM_BW]) if feasible else spec.system.memory.dram_bw_GBps
+    dram_bw = float(res[ResultSlot.DRAM_BW]) if feasible else spec.system.memory.dram_bw_GBps
     return Evaluation(
         decision=decision,
         status=status,
-        violation=float(res[ev.RES_VIOLATION]),
-        final_ns=float(res[ev.RES_FINAL]) if feasible else float("inf"),
-        ns_per_batch=float(res[ev.RES_BATCH]) if feasible else float("inf"),
-        all_config_ii_ns=float(res[ev.RES_ALL_II]),
-        p2p_ns=float(problem.sc[10]),
-        dram_bytes=float(res[ev.RES_DRAM]),
+        violation=float(res[ResultSlot.VIOLATION]),
+        final_ns=float(res[ResultSlot.FINAL]) if feasible else float("inf"),
+        ns_per_batch=float(res[ResultSlot.BATCH]) if feasible else float("inf"),
+        all_config_ii_ns=float(res[ResultSlot.ALL_II]),
+        p2p_ns=problem.constants.p2p_ns,
+        dram_bytes=float(res[ResultSlot.DRAM]),
         dram_bw_GBps=dram_bw,
         configs=configs,
-        par_lane=tuple(int(v) for v in k_pl),
-        par_stage=tuple(int(v) for v in k_ps),
-        weight_tiling=tuple(int(v) for v in k_tf),
+        par_lane=tuple(int(v) for v in out.par_lane),
+        par_stage=tuple(int(v) for v in out.par_stage),
+        weight_tiling=tuple(int(v) for v in out.weight_tiling),
         workload_flop=problem.workload_flop,
         peak_gflops=problem.peak_gflops,
         num_chip=problem.num_chip,

@@ -2,7 +2,8 @@
 
 Collective ratios (ns per byte) for the TP/PP/DP groups of LLM runs, the bisection factors of
 DLRM/FFT all-to-alls, the HPL process grid. Plain Python, evaluated once per shape at
-lowering time.
+lowering time. The per-dimension formulas belong to each dimension's kind
+(``dfsearch.topology``); this module combines them into the network's terms.
 """
 
 from __future__ import annotations
@@ -10,11 +11,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dfsearch.codes import Equations, Parallelism, Topology
+from dfsearch.codes import Equations, Parallelism
 from dfsearch.cost.quirks import Quirks
 from dfsearch.spec import System
+from dfsearch.topology import TopologyKind
 
-__all__ = ["Groups", "groups", "llm_ratios", "LLMRatios", "a2a_factors", "hpl_grid"]
+__all__ = [
+    "Groups",
+    "groups",
+    "llm_ratios",
+    "LLMRatios",
+    "hbd_reduce_ratio",
+    "is_grid",
+    "a2a_factors",
+    "hpl_grid",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,18 +71,14 @@ class LLMRatios:
     ar_latency: float
 
 
-def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
-    if topo is Topology.FC:
-        return 1.0 / (p * bw)
-    return (p - 1) / (p * bw)
-
-
-def _a2a_ratio(topo: Topology, p: int, bw: float) -> float:
-    if topo is Topology.RING:
-        return p * p / (8.0 * bw)
-    if topo is Topology.SWITCH:
-        return p / (4.0 * bw)
-    return 1.0 / bw
+def hbd_reduce_ratio(size: int, hbd: int, fast_bw: float, slow_bw: float) -> float:
+    """Hierarchical (HBD) all-reduce over ``size`` chips: groups of ``hbd`` chips on the
+    fast dimension-0 links, then across groups on the slow links (docs/model.md, quirks):
+    (size-1)/(size fast) when one group holds them all, else
+    (hbd-1)/(hbd fast) + (size/hbd - 1)/(size slow)."""
+    if hbd >= size:
+        return (size - 1) / (size * fast_bw)
+    return (hbd - 1) / (hbd * fast_bw) + (size / hbd - 1) / (size * slow_bw)
 
 
 def llm_ratios(
@@ -81,88 +88,75 @@ def llm_ratios(
     separate_rs_ag_for_ar: bool,
     quirks: Quirks,
 ) -> LLMRatios:
-    """Collective ratios for an LLM run, flat or hierarchical (HBD); quirks in docs/model.md."""
+    """Collective ratios for an LLM run, flat or hierarchical (HBD); quirks in docs/model.md.
+    Each group's per-byte times come from its dimension's kind (``dfsearch.topology``)."""
     g = groups(system, shape)
     net = system.network
+    hbd = system.hbd if len(net) == 3 else 0
     double_ar = separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
     ar = a2a = ag = arp = p2p = lat = 0.0
     if g.tp_dim >= 0:
-        topo, bw, p = net[g.tp_dim].topology, net[g.tp_dim].link_bw_GBps, g.tp
-        ar = _reduce_ratio(topo, p, bw)
-        ag = _reduce_ratio(topo, p, bw)
-        a2a = _a2a_ratio(topo, p, bw)
-        hbd = system.hbd
-        if hbd > 0 and len(net) == 3:
-            x, b0, b1 = shape[0], net[0].link_bw_GBps, net[1].link_bw_GBps
-            if hbd >= x:
-                ar = (x - 1) / (x * b0)
-            else:
-                ar = (hbd - 1) / (hbd * b0) + (x / hbd - 1) / (x * b1)
+        kind, bw, p = net[g.tp_dim].topology.kind, net[g.tp_dim].link_bw_GBps, g.tp
+        ar = kind.reduce_ratio(p, bw)
+        ag = kind.reduce_ratio(p, bw)
+        a2a = kind.all_to_all_ratio(p, bw)
+        if hbd > 0:
+            ar = hbd_reduce_ratio(shape[0], hbd, net[0].link_bw_GBps, net[1].link_bw_GBps)
         if double_ar:
             ar *= 2.0
         lat = system.accelerator.link_latency_ns * (2.0 if separate_rs_ag_for_ar else 1.0)
-        if topo is not Topology.FC:
-            lat *= p - 1
+        lat *= kind.latency_steps(p)
     if g.dp_dim >= 0:
-        topo, bw, p = net[g.dp_dim].topology, net[g.dp_dim].link_bw_GBps, g.dp
-        arp = _reduce_ratio(topo, p, bw)
-        hbd = system.hbd
-        if hbd > 0 and len(net) == 3:
-            z, b0, b2 = shape[2], net[0].link_bw_GBps, net[2].link_bw_GBps
-            if hbd >= z:
-                arp = (z - 1) / (z * b0)
-            else:
-                arp = (hbd - 1) / (hbd * b0) + (z / hbd - 1) / (z * b2)
-        if double_ar and topo is not Topology.FC:
+        kind, bw, p = net[g.dp_dim].topology.kind, net[g.dp_dim].link_bw_GBps, g.dp
+        arp = kind.reduce_ratio(p, bw)
+        if hbd > 0:
+            arp = hbd_reduce_ratio(shape[2], hbd, net[0].link_bw_GBps, net[2].link_bw_GBps)
+        if double_ar and kind.doubles_gradient_all_reduce:
             arp *= 2.0
     if g.pp_dim >= 0:
-        p2p = 1.0 / net[g.pp_dim].link_bw_GBps
+        p2p = net[g.pp_dim].topology.kind.p2p_ratio(net[g.pp_dim].link_bw_GBps)
     return LLMRatios(ar, a2a, ag, arp, p2p, lat)
+
+
+def is_grid(kinds: tuple[TopologyKind, ...]) -> bool:
+    """A network of two or more dimensions that are all direct (ring, mesh) is a grid: every
+    dimension spans the whole network (DFModel's torus ``r_r``, ``r_r_r``). Any other network
+    is hierarchical: dimension j joins the groups formed by dimensions 0..j-1."""
+    return len(kinds) > 1 and all(k.direct for k in kinds)
+
+
+def _grid_multipliers(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """DFModel's multipliers of a grid dimension's bisection links: (x, y) in 2-D,
+    (xy, xz, yz) in 3-D (docs/model.md, Network topologies)."""
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    x, y, z = shape
+    return x * y, x * z, y * z
 
 
 def a2a_factors(
     system: System, shape: tuple[int, ...], chips_per_copy: int, equations: Equations
 ) -> tuple[float, ...]:
     """ns per per-chip all-to-all byte on each dimension, msg_j / (link_bw_j * bwf_j),
-    for DLRM and FFT (legacy message factors: docs/model.md, Equation sets)."""
+    for DLRM and FFT (docs/model.md, Network topologies; legacy message factors: Equation
+    sets). bwf_j is the kind's bisection links (times the grid multiplier in a grid); msg_j
+    is N(N-1)/2 on the outermost dimension and on every grid dimension, and the pairs inside
+    the group of dimensions 0..j on an inner hierarchical dimension."""
     n = chips_per_copy
-    dims = tuple(d.topology for d in system.network)
+    kinds = tuple(d.topology.kind for d in system.network)
     bws = tuple(d.link_bw_GBps for d in system.network)
-    x = shape[0]
-    y = shape[1] if len(shape) > 1 else 1
-    z = shape[2] if len(shape) > 2 else 1
-    full = n * (n - 1) / 2.0
-
-    def fc_bwf(s: int) -> float:
-        return s * (s - 1) / 2.0 if equations is Equations.V2 else s * s / 4.0
-
-    variant = system.variant
-    # per dimension: (message count, links across the bisection); "N" marks the outermost
-    # all-pairs factor N(N-1)/2, which the legacy equations replace
-    inner_x = x * (x - 1) / 2.0
-    inner_xy = x * y * (x * y - 1) / 2.0
-    table: dict[str, list[tuple[float | str, float]]] = {
-        "sw": [("N", x)],
-        "fc": [("N", fc_bwf(x))],
-        "r": [("N", 2.0)],
-        "r_r": [("N", 2.0 * x), ("N", 2.0 * y)],
-        "fc_fc": [(inner_x, fc_bwf(x)), ("N", fc_bwf(y))],
-        "r_fc": [(inner_x, 2.0), ("N", fc_bwf(y))],
-        "r_sw": [(inner_x, 2.0), ("N", y)],
-        "sw_sw": [(inner_x, x), ("N", y)],
-        "r_r_r": [("N", 2.0 * x * y), ("N", 2.0 * x * z), ("N", 2.0 * y * z)],
-        "r_sw_sw": [(inner_x, 2.0), (inner_xy, y), ("N", z)],
-        "sw_sw_sw": [(inner_x, x), (inner_xy, y), ("N", z)],
-    }
-    if variant not in table:  # pragma: no cover - validation rejects other combinations
-        raise ValueError(f"unknown topology variant {dims}")
+    grid = is_grid(kinds)
+    if equations is Equations.LEGACY:
+        whole = n * n / 2.0 if grid and len(kinds) == 2 else float(n * n)
+    else:
+        whole = n * (n - 1) / 2.0
+    mult = _grid_multipliers(shape) if grid else (1,) * len(kinds)
     out = []
-    for (m, f), bw in zip(table[variant], bws):
-        if m == "N":
-            if equations is Equations.LEGACY:
-                m = n * n / 2.0 if variant == "r_r" else float(n * n)
-            else:
-                m = full
+    group = 1
+    for j, (kind, bw) in enumerate(zip(kinds, bws)):
+        group *= shape[j]
+        m = whole if grid or j == len(kinds) - 1 else group * (group - 1) / 2.0
+        f = kind.bisection_links(shape[j], equations) * mult[j]
         # a dimension with no link across its bisection carries no traffic (0) or cannot (inf)
         out.append(0.0 if m == 0 else (m / (bw * f) if f > 0 else math.inf))
     return tuple(out)

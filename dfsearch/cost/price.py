@@ -4,10 +4,14 @@ bandwidth in effect, never on the rest of the mapping.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from dfsearch.codes import Topology
+from dfsearch.cost.network import is_grid
 from dfsearch.cost.quirks import Quirks
 from dfsearch.spec import Spec
+from dfsearch.topology import kinds_of, network_name
 
 __all__ = ["Price", "link_switch_counts", "price"]
 
@@ -26,30 +30,45 @@ class Price:
     switch_power: float
 
 
+#: ``Quirks.total_chips_for_dim0``: DFModel's variants whose dimension-0 (links, switch
+#: ports) count the chips of every copy, not of one
+_TOTAL_CHIPS_FOR_DIM0 = {"r_sw": (True, False), "sw_sw": (True, True)}
+
+
+def _instances(topologies: tuple[Topology, ...], shape: tuple[int, ...]) -> list[int]:
+    """How many copies of each dimension one copy of the system has: in a grid every chip
+    lies on one line of each dimension (chips / size); in a hierarchical network dimension j
+    joins the groups below it, once per group of the dimensions above it."""
+    nc = math.prod(shape)
+    if is_grid(kinds_of(topologies)):
+        return [nc // s for s in shape]
+    return [math.prod(shape[j + 1 :]) for j in range(len(shape))]
+
+
 def link_switch_counts(
-    variant: str, shape: tuple[int, ...], chips_per_copy: int, num_chip: int, quirks: Quirks
+    topologies: tuple[Topology, ...],
+    shape: tuple[int, ...],
+    num_chip: int,
+    quirks: Quirks,
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-dimension link counts nL and switch port counts nS."""
-    nc = chips_per_copy
-    x = shape[0]
-    y = shape[1] if len(shape) > 1 else 1
-    z = shape[2] if len(shape) > 2 else 1
-    big = num_chip if quirks.total_chips_for_dim0 else nc
-    table = {
-        "r": ((x,), (2 if quirks.ring_two_switch_ports else x,)),
-        "sw": ((x,), (x,)),
-        "fc": ((x * (x - 1),), (0,)),
-        "r_r": ((nc, nc), (2 * y, 2 * x)),
-        "fc_fc": ((x * (x - 1) * y, y * (y - 1)), (0, y * y)),
-        "r_fc": ((nc, y * (y - 1)), (2 * y, y * y)),
-        "r_sw": ((big, y), (2 * y, y)),
-        "sw_sw": ((big, y), (big, y)),
-        "r_r_r": ((nc, nc, nc), (2 * y * z, 2 * x * z, 2 * x * y)),
-        "r_sw_sw": ((nc, y * z, z), (2 * y * z, y * z, z)),
-        "sw_sw_sw": ((nc, y * z, z), (nc, y * z, z)),
-    }
-    links, ports = table[variant]
-    return tuple(float(v) for v in links), tuple(float(v) for v in ports)
+    """Per-dimension link counts nL and switch port counts nS of one copy of the system
+    (``shape`` multiplies to its chips): each kind's count for one instance of its
+    dimension times the number of instances (docs/model.md, Network topologies)."""
+    inst = _instances(topologies, shape)
+    ndim = len(topologies)
+    links, ports = [], []
+    for j, (kind, s) in enumerate(zip(kinds_of(topologies), shape)):
+        links.append(kind.links(s) * inst[j])
+        ports.append(kind.switch_ports(s, dim=j, ndim=ndim, quirks=quirks) * inst[j])
+    total = _TOTAL_CHIPS_FOR_DIM0.get(network_name(topologies))
+    if quirks.total_chips_for_dim0 and total:
+        every_copy = num_chip // shape[0]  # dimension-0 instances over all copies
+        kind = kinds_of(topologies)[0]
+        if total[0]:
+            links[0] = kind.links(shape[0]) * every_copy
+        if total[1]:
+            ports[0] = kind.switch_ports(shape[0], dim=0, ndim=ndim, quirks=quirks) * every_copy
+    return tuple(links), tuple(ports)
 
 
 def price(spec: Spec, shape: tuple[int, ...], dram_bw: float, quirks: Quirks = Quirks()) -> Price:
@@ -58,7 +77,8 @@ def price(spec: Spec, shape: tuple[int, ...], dram_bw: float, quirks: Quirks = Q
     n = sysm.num_chip
     copies = spec.num_copy
     nc = n // copies
-    links, ports = link_switch_counts(sysm.variant, shape, nc, n, quirks)
+    topologies = tuple(d.topology for d in sysm.network)
+    links, ports = link_switch_counts(topologies, shape, n, quirks)
     bws = [d.link_bw_GBps for d in sysm.network]
     link_cost = sum(nl * bw * c.link_price_per_GBps for nl, bw in zip(links, bws))
     switch_cost = sum(ns * bw * c.switch_price_per_GBps for ns, bw in zip(ports, bws))

@@ -32,13 +32,13 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
-    Overlap,
     Parallelism,
     Phase,
     Status,
     Topology,
     WorkloadKind,
 )
+from dfsearch.cost.overlap import combine_overlap
 from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
@@ -115,11 +115,16 @@ def _fail(status: Status, violation: float, **extra: object) -> RefResult:
 
 
 # --------------------------------------------------------------------------- ratios
+# DFModel's kinds (ring, switch, fc) and variants are written out here, independently of
+# dfsearch.topology and dfsearch.cost.network; kinds DFModel lacks (mesh) take their
+# per-dimension formulas from their registered kind object, composed naively below.
 def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
     """ALL_REDUCE / ALL_GATHER / ALL_REDUCE_PERIODIC ratio, ns per byte."""
     if topo is Topology.RING or topo is Topology.SWITCH:
         return (p - 1) / (p * bw)
-    return 1 / (p * bw)
+    if topo is Topology.FC:
+        return 1 / (p * bw)
+    return topo.kind.reduce_ratio(p, bw)
 
 
 def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
@@ -128,13 +133,59 @@ def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
         return p * p / (8 * bw)
     if topo is Topology.SWITCH:
         return p / (4 * bw)
-    return 1 / bw
+    if topo is Topology.FC:
+        return 1 / bw
+    return topo.kind.all_to_all_ratio(p, bw)
+
+
+def _latency_steps(topo: Topology, p: int) -> int:
+    """Link latencies per TP all-reduce: p - 1 ring steps, one on FC."""
+    if topo is Topology.RING or topo is Topology.SWITCH:
+        return p - 1
+    if topo is Topology.FC:
+        return 1
+    return topo.kind.latency_steps(p)
+
+
+def _doubles_gradient(topo: Topology) -> bool:
+    """Whether the doubled all-reduce volume also doubles the DP gradient all-reduce."""
+    if topo in (Topology.RING, Topology.SWITCH, Topology.FC):
+        return topo is not Topology.FC
+    return topo.kind.doubles_gradient_all_reduce
+
+
+def _composed_bisection(
+    topologies: tuple[Topology, ...], shape: tuple[int, ...], n: int, equations: Equations
+) -> tuple[list[float], list[float]]:
+    """(msg_j, bwf_j) of a network DFModel does not have, from the kinds' bisection links:
+    a grid (all dimensions direct) carries all pairs on every dimension, a hierarchical
+    network the pairs of its inner group on each inner dimension."""
+    kinds = [t.kind for t in topologies]
+    nd = len(kinds)
+    legacy = equations is Equations.LEGACY
+    bis = [kinds[j].bisection_links(shape[j], equations) for j in range(nd)]
+    if nd > 1 and all(k.direct for k in kinds):
+        if nd == 2:
+            whole = n * n / 2 if legacy else n * (n - 1) / 2
+            return [whole, whole], [bis[0] * shape[0], bis[1] * shape[1]]
+        x, y, z = shape
+        whole = n * n if legacy else n * (n - 1) / 2
+        return [whole] * 3, [bis[0] * x * y, bis[1] * x * z, bis[2] * y * z]
+    msg = []
+    for j in range(nd):
+        if j == nd - 1:
+            msg.append(n * n if legacy else n * (n - 1) / 2)
+        else:
+            g = math.prod(shape[: j + 1])
+            msg.append(g * (g - 1) / 2)
+    return msg, bis
 
 
 def _bisection_table(
-    variant: str, shape: tuple[int, ...], n: int, equations: Equations
+    topologies: tuple[Topology, ...], shape: tuple[int, ...], n: int, equations: Equations
 ) -> tuple[list[float], list[float]]:
     """(msg_j, bwf_j) per dimension for DLRM/FFT all-to-alls (legacy factors: docs/model.md)."""
+    variant = "_".join(t.short for t in topologies)
     x = shape[0]
     y = shape[1] if len(shape) > 1 else 1
     z = shape[2] if len(shape) > 2 else 1
@@ -173,7 +224,7 @@ def _bisection_table(
         return [pairs(x), pairs(x * y), whole], [2, y, z]
     if variant == "sw_sw_sw":
         return [pairs(x), pairs(x * y), whole], [x, y, z]
-    raise ValueError(f"unknown topology variant {variant!r}")
+    return _composed_bisection(topologies, shape, n, equations)
 
 
 # --------------------------------------------------------------------------- cycle model
@@ -627,8 +678,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
             if double:
                 r_ar = 2 * r_ar
             latency = acc.link_latency_ns * (2 if ex.separate_rs_ag_for_ar else 1)
-            if topo is not Topology.FC:
-                latency = latency * (tp - 1)
+            latency = latency * _latency_steps(topo, tp)
         if dp_dim >= 0:
             topo, bw = net[dp_dim].topology, net[dp_dim].link_bw_GBps
             r_arp = _reduce_ratio(topo, dp, bw)
@@ -640,7 +690,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                     r_arp = (hb - 1) / (hb * net[0].link_bw_GBps) + (z / hb - 1) / (
                         z * net[2].link_bw_GBps
                     )
-            if double and topo is not Topology.FC:
+            if double and _doubles_gradient(topo):
                 r_arp = 2 * r_arp
         # per-kernel collectives
         ar_k, a2a_k, ag_k, arp_k = [0.0] * nk, [0.0] * nk, [0.0] * nk, [0.0] * nk
@@ -683,7 +733,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                 t += latency * count
             network[c] = t
     elif dlrm or fft:
-        msg, bwf = _bisection_table(system.variant, shape, chips, eq)
+        msg, bwf = _bisection_table(tuple(d.topology for d in net), shape, chips, eq)
         a2a = [0.0] * nk
         arp = [0.0] * nk
         for k, kern in enumerate(kernels):
@@ -722,13 +772,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     # ---------------------------------------------------------------- II and totals
     ii = []
     for c in C:
-        tc, tm, tn = compute[c], memory[c], network[c]
-        if ex.overlap is Overlap.PERFECT:
-            v = max(tc, tm, tn)
-        elif ex.overlap is Overlap.COMPUTE_MEMORY:
-            v = max(tc, tm) + tn
-        else:
-            v = tc + tm + tn
+        v = combine_overlap(compute[c], memory[c], network[c], ex.overlap)
         if v2:
             v = v * max([1] + [kernels[k].num_input for k in K if A[k][c]])
         ii.append(v)

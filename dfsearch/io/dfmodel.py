@@ -80,6 +80,7 @@ from dfsearch.spec import (
     Spec,
     System,
 )
+from dfsearch.topology import KINDS
 
 __all__ = [
     "V2_FIELDS",
@@ -441,6 +442,22 @@ def _closest(name: str, candidates: list[str]) -> str | None:
     return found[0] if found else None
 
 
+def _topology_note(schema: str, name: str) -> str:
+    """Why a System field naming a topology kind DFModel lacks (``mesh``) is unknown; ''
+    for any other field."""
+    if schema != "System":
+        return ""
+    words = name.lower().split("_")
+    for kind in KINDS.values():
+        if kind.dfmodel is None and (kind.short in words or kind.label in words):
+            return (
+                f"DFModel has no {kind.label} topology ({kind.label} is a dfsearch extension): "
+                f'write the system as a dfsearch TOML spec, topology = "{kind.label}" in '
+                "[[system.network]]"
+            )
+    return ""
+
+
 def _decode(msg: Message, schema: str, path: str, ctx: _Ctx) -> _Node:
     node = _Node(path, schema, msg.line)
     fields = _SCHEMA[schema]
@@ -448,12 +465,15 @@ def _decode(msg: Message, schema: str, path: str, ctx: _Ctx) -> _Node:
     for entry in msg.entries:
         spec = fields.get(entry.name)
         if spec is None:
-            hint = _closest(entry.name, list(fields))
+            note = _topology_note(schema, entry.name)
+            hint = None if note else _closest(entry.name, list(fields))
             if hint is not None:
                 node.misspelt.add(hint)
             where = f"(line {entry.line}, column {entry.col})"
             msg_text = f"unknown field {entry.name!r} {where}"
-            if hint is not None:
+            if note:
+                msg_text += f"; {note}"
+            elif hint is not None:
                 msg_text += f"; did you mean {hint!r}?"
             else:
                 msg_text += f"; the fields of {schema} are: {', '.join(fields)}"

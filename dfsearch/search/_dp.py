@@ -13,47 +13,23 @@ blocks), for graphs whose ideals are too many; it is exact over contiguous split
 
 from __future__ import annotations
 
+import enum
 import time
 
 import numpy as np
 from numba import objmode, types
 from numba.typed import Dict
 
+from dfsearch.codes import Phase, Status
 from dfsearch.cost._jit import jit
-from dfsearch.cost.evaluate import (
-    NUM_SET,
-    SET_HIDDEN,
-    SET_II,
-    SET_STATUS,
-    SET_VIOLATION,
-    bound_terms,
-    set_bound,
-    set_cost,
-)
-from dfsearch.cost.lower import F_SRAM_CAP, I_OVERLAP, I_SRAM_CHECK
+from dfsearch.cost.evaluate import bound_terms, set_bound, set_cost
+from dfsearch.cost.layout import NUM_SET, NUM_STATS, Control, SetSlot, Stat
 
-__all__ = ["ideal_search", "order_dp", "NUM_STATS"]
+__all__ = ["ideal_search", "order_dp", "must_stop"]
 
-# stats array slots
-# (ST_STATES / ST_QUEUE: states created and entries queued by ``ideal_search``; ST_STOPPED: 1
-# when the control array stopped the search, see ``must_stop``)
-ST_EVALS, ST_OVERFLOW, ST_HIDDEN, ST_STATES, ST_QUEUE, ST_STOPPED = range(6)
-ST_VIOL_SRAM, ST_VIOL_DRAM, ST_VIOL_CORES, ST_VIOL_CONFIG = range(6, 10)
-NUM_STATS = 10
 
-# control array slots (float64): the wall-clock deadline (time.perf_counter seconds, inf =
-# none), the evaluations this call may spend (inf = no limit), and a stop flag that the
-# caller's Ctrl-C handler sets to 1
-CTL_DEADLINE, CTL_MAX_EVALS, CTL_FLAG = range(3)
-NUM_CONTROL = 3
 #: loop iterations between two checks of the control array
 CHECK_EVERY = 256
-_SRAM, _DRAM, _CORES, _CONFIG = 1, 2, 3, 7
-
-
-def no_control() -> np.ndarray:
-    """A control array that never stops a search."""
-    return np.array([np.inf, np.inf, 0.0])
 
 
 @jit
@@ -62,43 +38,38 @@ def must_stop(stats, control):
 
     The clock is read in object mode; running Python there also lets a pending Ctrl-C handler
     run (signal handlers never run inside compiled code), which sets the flag."""
-    if stats[ST_EVALS] >= control[CTL_MAX_EVALS] or control[CTL_FLAG] != 0.0:
+    if stats[Stat.EVALS] >= control[Control.MAX_EVALS] or control[Control.FLAG] != 0.0:
         return True
     with objmode(now="float64"):
         now = time.perf_counter()
-    return now > control[CTL_DEADLINE] or control[CTL_FLAG] != 0.0
+    return now > control[Control.DEADLINE] or control[Control.FLAG] != 0.0
 
 
 @jit
 def _record(stats, out):
-    st = int(out[SET_STATUS])
-    v = out[SET_VIOLATION]
+    st = int(out[SetSlot.STATUS])
+    v = out[SetSlot.VIOLATION]
     slot = -1
-    if st == _SRAM:
-        slot = ST_VIOL_SRAM
-    elif st == _DRAM:
-        slot = ST_VIOL_DRAM
-    elif st == _CORES:
-        slot = ST_VIOL_CORES
-    elif st == _CONFIG:
-        slot = ST_VIOL_CONFIG
+    if st == Status.SRAM:
+        slot = Stat.VIOL_SRAM
+    elif st == Status.DRAM:
+        slot = Stat.VIOL_DRAM
+    elif st == Status.CORES:
+        slot = Stat.VIOL_CORES
+    elif st == Status.CONFIG:
+        slot = Stat.VIOL_CONFIG
     if slot >= 0 and v < stats[slot]:
         stats[slot] = v
-    if out[SET_HIDDEN] > 0.0:
-        stats[ST_HIDDEN] = 1.0
+    if out[SetSlot.HIDDEN] > 0.0:
+        stats[Stat.HIDDEN] = 1.0
 
 
 @jit
-def order_dp(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    order, allowed_at, dram_bw, live_cap, relax, assign, stats, control,
-):  # fmt: skip
+def order_dp(kt, et, cn, order, allowed_at, dram_bw, live_cap, relax, assign, stats, control):
     """Exact minimum over contiguous blocks of ``order`` (a topological order): block c is
     order[i:j]. ``allowed_at[k, c]`` = 1 when kernel k may sit in configuration c. Returns inf
-    with ``stats[ST_STOPPED]`` = 1 when ``control`` stops it (see ``must_stop``)."""
-    n = k_a.shape[0]
+    with ``stats[Stat.STOPPED]`` = 1 when ``control`` stops it (see ``must_stop``)."""
+    n = kt.a.shape[0]
     nc = allowed_at.shape[1]
     cost = np.full((nc + 1, n + 1), np.inf)
     parent = np.zeros((nc + 1, n + 1), np.int64)
@@ -114,7 +85,7 @@ def order_dp(
             if cost[c, i] == np.inf:
                 continue
             if (i & 15) == 0 and must_stop(stats, control):
-                stats[ST_STOPPED] = 1.0
+                stats[Stat.STOPPED] = 1.0
                 return np.inf
             for j in range(i, n + 1):
                 if j > i and allowed_at[order[j - 1], c] == 0:
@@ -124,14 +95,10 @@ def order_dp(
                 for p in range(n):
                     k = order[p]
                     where[k] = 2 if p < i else (1 if p < j else 0)
-                set_cost(
-                    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
-                    k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
-                    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                    where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out,
-                )  # fmt: skip
-                stats[ST_EVALS] += 1
-                ii = out[SET_II]
+                set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero,
+                         out)  # fmt: skip
+                stats[Stat.EVALS] += 1
+                ii = out[SetSlot.II]
                 if ii == np.inf:
                     _record(stats, out)
                     continue
@@ -158,9 +125,13 @@ INCUMBENT_AFTER = 20_000
 _STATE_KEY3 = types.UniTuple(types.int64, 3)  # (level, ideal, lone weight kernels still read)
 
 
-# queue entries: hq[i] = quantised f; hi[i] = (kernels placed, sequence number, state,
-# candidate ideal or -1 to expand the state)
-_Q_PLACED, _Q_SEQ, _Q_STATE, _Q_IDEAL = range(4)
+class QueueCol(enum.IntEnum):
+    """Columns of the queue's integer array ``hi`` (``hq[i]`` holds the quantised f)."""
+
+    PLACED = 0  #: kernels placed
+    SEQ = 1  #: sequence number (newer entries first at equal f and PLACED)
+    STATE = 2  #: the state the entry belongs to
+    IDEAL = 3  #: candidate ideal, or -1 to expand the state
 
 
 @jit
@@ -168,9 +139,9 @@ def _before(hq, hi, i, j):
     """Heap order: quantised f, then more kernels placed, then the newer entry."""
     if hq[i] != hq[j]:
         return hq[i] < hq[j]
-    if hi[i, _Q_PLACED] != hi[j, _Q_PLACED]:
-        return hi[i, _Q_PLACED] > hi[j, _Q_PLACED]
-    return hi[i, _Q_SEQ] > hi[j, _Q_SEQ]
+    if hi[i, QueueCol.PLACED] != hi[j, QueueCol.PLACED]:
+        return hi[i, QueueCol.PLACED] > hi[j, QueueCol.PLACED]
+    return hi[i, QueueCol.SEQ] > hi[j, QueueCol.SEQ]
 
 
 @jit
@@ -197,10 +168,10 @@ def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
         wider[:size] = hi
         hi = wider
     hq[size] = q
-    hi[size, _Q_PLACED] = placed
-    hi[size, _Q_SEQ] = seq
-    hi[size, _Q_STATE] = sid
-    hi[size, _Q_IDEAL] = jm
+    hi[size, QueueCol.PLACED] = placed
+    hi[size, QueueCol.SEQ] = seq
+    hi[size, QueueCol.STATE] = sid
+    hi[size, QueueCol.IDEAL] = jm
     i = size
     while i > 0:
         up = (i - 1) // 2
@@ -242,11 +213,8 @@ def _popcount(x):
 
 @jit
 def ideal_search(
-    k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-    k_pin, k_num_input, k_sram_extra,
-    e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-    preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap, max_states, prune, assign,
-    stats, control,
+    kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap, max_states,
+    prune, assign, stats, control,
 ):  # fmt: skip
     """Exact minimum of the sum of configuration IIs over every assignment (A*).
 
@@ -269,19 +237,16 @@ def ideal_search(
     (then optimal), else candidates whose f exceeds its value are no longer queued.
     ``prune`` = 1: candidate configurations are not enumerated past a point where their SRAM
     must exceed the capacity (``sram_floor``); they are then missing from the smallest
-    violations in ``stats``. ``stats[ST_OVERFLOW]`` = 1 when more than ``max_states`` states or
+    violations in ``stats``. ``stats[Stat.OVERFLOW]`` = 1 when more than ``max_states`` states or
     ``QUEUE_PER_STATE * max_states`` queued candidates were needed (the result is then not
     proven optimal). ``control`` stops it early (``must_stop``, checked every ``CHECK_EVERY``
-    queue pops): then ``stats[ST_STOPPED]`` = ``stats[ST_OVERFLOW]`` = 1 and it returns inf."""
-    n = k_a.shape[0]
+    queue pops): then ``stats[Stat.STOPPED]`` = ``stats[Stat.OVERFLOW]`` = 1 and it returns inf."""
+    n = kt.a.shape[0]
     nc = allowed.shape[0]
     full = (np.int64(1) << n) - 1
-    terms, edge_tm = bound_terms(
-        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan, k_ar, k_phase,
-        k_pin, k_num_input, k_sram_extra,
-        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si, dram_bw,
-    )  # fmt: skip
-    overlap = si[I_OVERLAP]
+    e_src, e_dst = et.src, et.dst
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    overlap = cn.overlap
     root = set_bound(full, terms, edge_tm, overlap, e_src, e_dst)
     quantum = root * 1e-13
     if not quantum > 0.0:
@@ -316,22 +281,20 @@ def ideal_search(
     st_mask = np.zeros(n + 2, np.int64)
     st_sram = np.zeros(n + 2)
     st_cnt = np.zeros(n + 2, np.int64)
-    cap = sc[F_SRAM_CAP] * (1.0 + 1e-12) if prune == 1 and si[I_SRAM_CHECK] == 1 else np.inf
-    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(
-        n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth
-    )
+    cap = cn.sram_cap * (1.0 + 1e-12) if prune == 1 and cn.sram_check else np.inf
+    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(kt, et)
     goal = -1
     ticks = 0
     while size > 0:
         ticks += 1
         if ticks % CHECK_EVERY == 0 and must_stop(stats, control):
-            stats[ST_STOPPED] = 1.0
-            stats[ST_OVERFLOW] = 1.0
+            stats[Stat.STOPPED] = 1.0
+            stats[Stat.OVERFLOW] = 1.0
             break
         top = _queue_pop(hq, hi, size)
         size -= 1
-        sid = hi[top, _Q_STATE]
-        jm0 = hi[top, _Q_IDEAL]
+        sid = hi[top, QueueCol.STATE]
+        jm0 = hi[top, QueueCol.IDEAL]
         base_mask = s_mask[sid]
         base_lone = s_lone[sid]
         c = s_lvl[sid]
@@ -390,7 +353,7 @@ def ideal_search(
                     cnt += 1
                     jm |= bit
                     pos += 1
-                    if sram > cap and (cnt > 1 or k_isw[v] == 0):
+                    if sram > cap and (cnt > 1 or kt.is_weight[v] == 0):
                         dead = True
                         break
                 if dead or (last and jm != full):
@@ -402,21 +365,17 @@ def ideal_search(
                     # a wide graph: cut candidates that cannot beat a known assignment, the best
                     # over contiguous blocks of the topological order (always feasible, relax 0)
                     st_o = np.zeros(NUM_STATS)
-                    st_o[ST_VIOL_SRAM:] = np.inf
+                    st_o[Stat.VIOL_SRAM :] = np.inf
                     tmp = np.full(n, -1, np.int64)
-                    upper = order_dp(
-                        k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
-                        k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
-                        e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-                        topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o, control,
-                    )  # fmt: skip
-                    stats[ST_EVALS] += st_o[ST_EVALS]
-                    if st_o[ST_STOPPED] > 0.0:
-                        stats[ST_STOPPED] = 1.0
+                    upper = order_dp(kt, et, cn, topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o,
+                                     control)  # fmt: skip
+                    stats[Stat.EVALS] += st_o[Stat.EVALS]
+                    if st_o[Stat.STOPPED] > 0.0:
+                        stats[Stat.STOPPED] = 1.0
                     if upper <= root * (1.0 + 1e-13):  # it meets the lower bound: optimal
                         assign[:] = tmp
-                        stats[ST_STATES] += nstates
-                        stats[ST_QUEUE] += seq
+                        stats[Stat.STATES] += nstates
+                        stats[Stat.QUEUE] += seq
                         return upper
                     cut = upper * (1.0 + 1e-9) + quantum
                 if f > cut:
@@ -425,7 +384,7 @@ def ideal_search(
                     hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, sid, jm
                 )
                 if not ok:
-                    stats[ST_OVERFLOW] = 1.0
+                    stats[Stat.OVERFLOW] = 1.0
                     continue
                 size += 1
                 seq += 1
@@ -446,19 +405,14 @@ def ideal_search(
                 one = k
             else:
                 where[k] = 0
-        set_cost(
-            k_a, k_b, k_z, k_tc, k_wsram, k_isw, k_mem, k_net_t, k_net_1, k_chan,
-            k_ar, k_phase, k_pin, k_num_input, k_sram_extra,
-            e_src, e_dst, e_b, e_sram_b, e_sram_depth, e_net_t, e_ar, sc, si,
-            where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out,
-        )  # fmt: skip
-        stats[ST_EVALS] += 1
-        ii = out[SET_II]
+        set_cost(kt, et, cn, where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out)
+        stats[Stat.EVALS] += 1
+        ii = out[SetSlot.II]
         if ii == np.inf:
             _record(stats, out)
             continue
         lone = base_lone
-        if cnt == 1 and k_isw[one] == 1:
+        if cnt == 1 and kt.is_weight[one] == 1:
             lone |= np.int64(1) << one
         keep = np.int64(0)
         rest = lone
@@ -478,7 +432,7 @@ def ideal_search(
                 continue
         else:
             if nstates == max_states:
-                stats[ST_OVERFLOW] = 1.0
+                stats[Stat.OVERFLOW] = 1.0
                 continue
             j = nstates
             if j == scap:
@@ -504,12 +458,12 @@ def ideal_search(
             hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, j, -1
         )
         if not ok:
-            stats[ST_OVERFLOW] = 1.0
+            stats[Stat.OVERFLOW] = 1.0
             continue
         size += 1
         seq += 1
-    stats[ST_STATES] += nstates
-    stats[ST_QUEUE] += seq
+    stats[Stat.STATES] += nstates
+    stats[Stat.QUEUE] += seq
     if goal < 0:
         return np.inf
     j = goal
@@ -534,7 +488,7 @@ def _grow(a, cap):
 
 
 @jit
-def sram_floor(n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth):
+def sram_floor(kt, et):
     """A floor of a configuration's SRAM that only grows as kernels join it.
 
     A configuration of two or more kernels (or one that is not a weight kernel, whose
@@ -543,6 +497,8 @@ def sram_floor(n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth):
     footprint (one end inside), except buffers produced by an earlier weight-tiled kernel:
     at least bytes x min(depth, 2) per edge. Returns the edges of each kernel (CSR:
     ``inc_e[inc_ptr[k]:inc_ptr[k + 1]]``) and the per-kernel and per-edge terms."""
+    n = kt.a.shape[0]
+    e_src, e_dst = et.src, et.dst
     ne = e_src.shape[0]
     inc_ptr = np.zeros(n + 1, np.int64)
     for e in range(ne):
@@ -558,37 +514,40 @@ def sram_floor(n, k_wsram, k_sram_extra, e_src, e_dst, e_sram_b, e_sram_depth):
         fill[e_src[e]] += 1
         inc_e[fill[e_dst[e]]] = e
         fill[e_dst[e]] += 1
-        edge[e] = e_sram_b[e] * min(e_sram_depth[e], 2.0)
+        edge[e] = et.sram_bytes[e] * min(et.sram_depth[e], 2.0)
     kern = np.zeros(n)
     for k in range(n):
-        kern[k] = k_wsram[k] + k_sram_extra[k]
+        kern[k] = kt.weight_sram[k] + kt.sram_extra[k]
     return inc_ptr, inc_e, kern, edge
 
 
 # ---- set-up of the searches (jitted: it is most of the time on small graphs) ---------------
 @jit
-def allowed_configs(k_pin, k_phase, nc, fb_rule, fb_f, fb_b):
+def allowed_configs(kt, cn):
     """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
-    n = k_pin.shape[0]
+    n = kt.pin.shape[0]
+    nc = cn.num_config
     out = np.ones((n, nc), np.int64)
     for k in range(n):
-        pin = k_pin[k]
+        pin = kt.pin[k]
         if pin >= 0:
             out[k, :] = 0
             if pin < nc:
                 out[k, pin] = 1
-        if fb_rule:
-            if k_phase[k] == 1:
-                out[k, fb_f + 1 :] = 0
-            elif k_phase[k] == 2:
-                out[k, :fb_b] = 0
+        if cn.fb_rule:
+            if kt.phase[k] == Phase.FWD:
+                out[k, cn.fb_last_fwd + 1 :] = 0
+            elif kt.phase[k] == Phase.BWD:
+                out[k, : cn.fb_first_bwd] = 0
     return out
 
 
 @jit
-def topological_order(n, e_src, e_dst, k_phase):
+def topological_order(kt, et):
     """The topological order that takes, among the ready kernels, forward before backward
     and then the lowest index (file order where the edges allow it)."""
+    n = kt.phase.shape[0]
+    e_src, e_dst, k_phase = et.src, et.dst, kt.phase
     indeg = np.zeros(n, np.int64)
     for e in range(e_src.shape[0]):
         indeg[e_dst[e]] += 1
@@ -600,7 +559,7 @@ def topological_order(n, e_src, e_dst, k_phase):
             if (
                 not done[k]
                 and indeg[k] == 0
-                and (pick < 0 or (k_phase[k] != 2 and k_phase[pick] == 2))
+                and (pick < 0 or (k_phase[k] != Phase.BWD and k_phase[pick] == Phase.BWD))
             ):
                 pick = k
         if pick < 0:  # a cycle: validation rejects those; keep the order total anyway
@@ -614,10 +573,12 @@ def topological_order(n, e_src, e_dst, k_phase):
 
 
 @jit
-def ideal_masks(n, e_src, e_dst, allowed):
+def ideal_masks(et, allowed):
     """Bitmasks for ``ideal_search``: predecessors and successors of each kernel, the
-    kernels each configuration may hold, and those that must be placed by its end."""
-    nc = allowed.shape[1]
+    kernels each configuration may hold (``allowed``: ``allowed_configs``), and those that
+    must be placed by its end."""
+    n, nc = allowed.shape
+    e_src, e_dst = et.src, et.dst
     preds = np.zeros(n, np.int64)
     succs = np.zeros(n, np.int64)
     for e in range(e_src.shape[0]):

@@ -20,19 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfsearch.cost.lower import (
-    F_DRAM2_BW,
-    F_DRAM2_CAP,
-    F_DRAM_ACT_MULT,
-    F_DRAM_BW,
-    F_DRAM_CAP,
-    F_DRAM_FIXED,
-    I_FB_B,
-    I_FB_F,
-    I_FB_RULE,
-    I_FIXED_CONFIG,
-    Problem,
-)
+from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
+from dfsearch.cost.lower import Problem
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -61,11 +50,7 @@ def _allowed(problem: Problem) -> np.ndarray:
     """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
     from dfsearch.search import _dp
 
-    si = problem.si
-    return _dp.allowed_configs(
-        problem.k_pin, problem.k_phase, problem.num_config, bool(si[I_FB_RULE]), int(si[I_FB_F]),
-        int(si[I_FB_B]),
-    )  # fmt: skip
+    return _dp.allowed_configs(problem.kernels, problem.constants)
 
 
 def _topo(problem: Problem) -> np.ndarray:
@@ -73,15 +58,14 @@ def _topo(problem: Problem) -> np.ndarray:
     before backward ones (so that contiguous blocks can respect the FWD/BWD rule)."""
     from dfsearch.search import _dp
 
-    p = problem
-    return _dp.topological_order(p.num_kernels, p.e_src, p.e_dst, p.k_phase)
+    return _dp.topological_order(problem.kernels, problem.edges)
 
 
 def _regimes(problem: Problem) -> list[tuple[float, float]]:
     """(DRAM bandwidth, cap on T_c * live activation bytes) per DRAM regime; a negative cap
     is minus the bytes by which weights and fixed data alone overflow the DRAM."""
-    sc = problem.sc
-    fixed, mult = sc[F_DRAM_FIXED], sc[F_DRAM_ACT_MULT]
+    k = problem.constants
+    fixed, mult = k.dram_fixed, k.dram_act_mult
 
     def live_cap(cap: float) -> float:
         if cap == math.inf:
@@ -90,10 +74,10 @@ def _regimes(problem: Problem) -> list[tuple[float, float]]:
             return cap - fixed  # negative: by how much the fixed part alone overflows
         return (cap - fixed) / mult if mult > 0 else math.inf
 
-    out = [(float(sc[F_DRAM_BW]), live_cap(sc[F_DRAM_CAP]))]
-    cap2 = sc[F_DRAM2_CAP]
+    out = [(k.dram_bw, live_cap(k.dram_cap))]
+    cap2 = k.dram2_cap
     if cap2 > 0:
-        cap1, bw1, bw2 = sc[F_DRAM_CAP], sc[F_DRAM_BW], sc[F_DRAM2_BW]
+        cap1, bw1, bw2 = k.dram_cap, k.dram_bw, k.dram2_bw
         out.append(((cap1 * bw1 + cap2 * bw2) / (cap1 + cap2), live_cap(cap1 + cap2)))
     return out
 
@@ -114,8 +98,8 @@ def assign_configs(
 
     ``method``: "auto" (ideal DP, falling back to order DP + annealing), "ideal-dp",
     "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
-    simulated annealing over topological orders, seeded). ``control`` (``_dp.no_control()``
-    layout: deadline, evaluations each search may spend, stop flag) stops every search early;
+    simulated annealing over topological orders, seeded). ``control`` (``layout.Control``
+    slots: deadline, evaluations each search may spend, stop flag) stops every search early;
     the assignment is then ``stopped`` and not exhaustive.
     """
     from dfsearch.search import _dp
@@ -123,11 +107,11 @@ def assign_configs(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}. Got {method!r} instead.")
     if control is None:
-        control = _dp.no_control()
+        control = no_control()
 
     n, nc = problem.num_kernels, problem.num_config
-    if problem.si[I_FIXED_CONFIG] or nc == 1:
-        cfg = tuple(range(n)) if problem.si[I_FIXED_CONFIG] else (0,) * n
+    if (fixed := problem.constants.fixed_config) or nc == 1:
+        cfg = tuple(range(n)) if fixed else (0,) * n
         return _evaluate_forced(problem, cfg)
     allowed = _allowed(problem)
     topo = _topo(problem)
@@ -140,8 +124,7 @@ def assign_configs(
         if stopped:
             regime_bounds.append(0.0)
             continue
-        stats = np.zeros(_dp.NUM_STATS)
-        stats[_dp.ST_VIOL_SRAM :] = np.inf
+        stats = new_stats()
         assign = np.full(n, -1, dtype=np.int64)
         if live_cap < 0:
             viol["dram_fixed"] = min(viol.get("dram_fixed", math.inf), -live_cap)
@@ -150,19 +133,20 @@ def assign_configs(
         value = math.inf
         exhaustive = False
         if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
-            preds, succs, am, must = _dp.ideal_masks(n, problem.e_src, problem.e_dst, allowed)
+            preds, succs, am, must = _dp.ideal_masks(problem.edges, allowed)
             search_args = (
-                *problem.args(), preds, succs, topo, am, must, allowed, bw, live_cap, max_states,
+                problem.kernels, problem.edges, problem.constants, preds, succs, topo, am, must,
+                allowed, bw, live_cap, max_states,
             )  # fmt: skip
             value = _dp.ideal_search(*search_args, 1, assign, stats, control)
-            exhaustive = stats[_dp.ST_OVERFLOW] == 0
+            exhaustive = stats[Stat.OVERFLOW] == 0
             if value == math.inf and exhaustive:
                 _violations_unpruned(problem, search_args, stats, control)
             bound = value if exhaustive else 0.0
-            overflow = stats[_dp.ST_OVERFLOW] > 0 and method == "auto"
+            overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
         else:
             overflow = True
-        if stats[_dp.ST_STOPPED] > 0:
+        if stats[Stat.STOPPED] > 0:
             overflow = False  # stopped by the control array: no fallback, not exhaustive
             stopped = True
         if overflow:
@@ -183,13 +167,13 @@ def assign_configs(
             bound = 0.0
         else:
             method_used = "ideal-dp"
-        stopped = stopped or stats[_dp.ST_STOPPED] > 0
-        total_evals += int(stats[_dp.ST_EVALS])
+        stopped = stopped or stats[Stat.STOPPED] > 0
+        total_evals += int(stats[Stat.EVALS])
         for name, slot in (
-            ("sram", _dp.ST_VIOL_SRAM),
-            ("dram", _dp.ST_VIOL_DRAM),
-            ("cores", _dp.ST_VIOL_CORES),
-            ("config", _dp.ST_VIOL_CONFIG),
+            ("sram", Stat.VIOL_SRAM),
+            ("dram", Stat.VIOL_DRAM),
+            ("cores", Stat.VIOL_CORES),
+            ("config", Stat.VIOL_CONFIG),
         ):
             if stats[slot] < math.inf:
                 viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
@@ -220,10 +204,7 @@ def _violations_unpruned(problem, search_args, stats, control) -> None:
     st = _fresh_stats(stats)
     args = (*search_args[:-1], min(search_args[-1], MESSAGE_STATES))
     _dp.ideal_search(*args, 0, np.full(problem.num_kernels, -1, np.int64), st, control)
-    stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
-    stats[_dp.ST_STOPPED] = max(stats[_dp.ST_STOPPED], st[_dp.ST_STOPPED])
-    for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
-        stats[j] = min(stats[j], st[j])
+    _merge_stats(stats, st)
 
 
 def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
@@ -234,18 +215,22 @@ def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
     if not np.isfinite(finals[0]):
         label = Status(int(status[0])).label
         return Assignment(None, math.inf, "forced", True, 1, {label: float(viol[0])}, math.inf)
-    ii = float(Evaluator(problem).full(cfg)[2][2])  # RES_ALL_II
+    ii = Evaluator(problem).full(cfg).all_config_ii_ns
     return Assignment(cfg, ii, "forced", True, 1, {}, ii)
 
 
 
 def _fresh_stats(stats: np.ndarray) -> np.ndarray:
     """A stats array for a helper run whose evaluations are added to ``stats`` later."""
-    from dfsearch.search import _dp
+    return new_stats()
 
-    st = np.zeros(_dp.NUM_STATS)
-    st[_dp.ST_VIOL_SRAM :] = np.inf
-    return st
+
+def _merge_stats(stats: np.ndarray, st: np.ndarray) -> None:
+    """Add a helper run's evaluations, stop flag and smallest violations to ``stats``."""
+    stats[Stat.EVALS] += st[Stat.EVALS]
+    stats[Stat.STOPPED] = max(stats[Stat.STOPPED], st[Stat.STOPPED])
+    for j in range(Stat.VIOL_SRAM, len(Stat)):
+        stats[j] = min(stats[j], st[j])
 
 
 def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
@@ -265,18 +250,18 @@ def _order(problem, order, allowed, bw, live_cap, stats, control):
 
     st = _fresh_stats(stats)
     assign = np.full(problem.num_kernels, -1, dtype=np.int64)
-    value = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 0, assign, st, control)
-    if st[_dp.ST_HIDDEN] > 0 and st[_dp.ST_STOPPED] == 0:
+    p = problem
+    value = _dp.order_dp(p.kernels, p.edges, p.constants, order, allowed, bw, live_cap, 0, assign,
+                         st, control)  # fmt: skip
+    if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:
         st2 = _fresh_stats(stats)
         tmp = np.full(problem.num_kernels, -1, dtype=np.int64)
-        relaxed = _dp.order_dp(*problem.args(), order, allowed, bw, live_cap, 1, tmp, st2, control)
-        st[_dp.ST_EVALS] += st2[_dp.ST_EVALS]
-        st[_dp.ST_STOPPED] = max(st[_dp.ST_STOPPED], st2[_dp.ST_STOPPED])
+        relaxed = _dp.order_dp(p.kernels, p.edges, p.constants, order, allowed, bw, live_cap, 1,
+                               tmp, st2, control)  # fmt: skip
+        st[Stat.EVALS] += st2[Stat.EVALS]
+        st[Stat.STOPPED] = max(st[Stat.STOPPED], st2[Stat.STOPPED])
         value, assign = _take_relaxed(problem, float(value), assign, relaxed, tmp)
-    stats[_dp.ST_EVALS] += st[_dp.ST_EVALS]
-    stats[_dp.ST_STOPPED] = max(stats[_dp.ST_STOPPED], st[_dp.ST_STOPPED])
-    for j in range(_dp.ST_VIOL_SRAM, _dp.NUM_STATS):
-        stats[j] = min(stats[j], st[j])
+    _merge_stats(stats, st)
     return float(value), assign
 
 
@@ -291,7 +276,7 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     n = problem.num_kernels
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
-    for s_, d_ in zip(problem.e_src, problem.e_dst):
+    for s_, d_ in zip(problem.edges.src, problem.edges.dst):
         preds[int(d_)].append(int(s_))
         succs[int(s_)].append(int(d_))
     rng = np.random.default_rng(seed)
@@ -300,8 +285,8 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     best_assign = None
     temp = 0.02
     for _ in range(iterations):
-        if stats[_dp.ST_STOPPED] > 0 or _dp.must_stop(stats, control):
-            stats[_dp.ST_STOPPED] = 1.0
+        if stats[Stat.STOPPED] > 0 or _dp.must_stop(stats, control):
+            stats[Stat.STOPPED] = 1.0
             break
         pos = {k: i for i, k in enumerate(order)}
         k = order[int(rng.integers(n))]
@@ -335,7 +320,7 @@ def lone_misfits(problem: Problem) -> list[tuple[int, str, float]]:
     excess) with the constraint "sram" (bytes) or "cores". The read side of buffers from
     weight-tiled producers is counted as free, so each excess is a floor."""
     from dfsearch.codes import Status
-    from dfsearch.cost.evaluate import NUM_SET, SET_STATUS, SET_VIOLATION, set_cost
+    from dfsearch.cost.evaluate import set_cost
 
     n = problem.num_kernels
     out = np.zeros(NUM_SET)
@@ -347,8 +332,9 @@ def lone_misfits(problem: Problem) -> list[tuple[int, str, float]]:
         where = np.zeros(n, np.int8)
         where[:k] = 2  # every other kernel elsewhere; earlier ones in earlier configurations
         where[k] = 1
-        set_cost(*problem.args(), where, bw, math.inf, 1, members, k_pl, k_ps, zero, out)
-        status = Status(int(out[SET_STATUS]))
+        set_cost(problem.kernels, problem.edges, problem.constants, where, bw, math.inf, 1, members,
+                 k_pl, k_ps, zero, out)  # fmt: skip
+        status = Status(int(out[SetSlot.STATUS]))
         if status in (Status.SRAM, Status.CORES):
-            misfits.append((k, status.label, float(out[SET_VIOLATION])))
+            misfits.append((k, status.label, float(out[SetSlot.VIOLATION])))
     return misfits

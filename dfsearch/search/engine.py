@@ -1,92 +1,78 @@
-"""The search engine: composes the strategies, every candidate scored by the evaluator.
+"""The search engine: runs the selected strategies, every candidate scored by the evaluator.
 
 An *outer choice* is a network shape x tile count x configuration count (micro-batch size 1
-or pinned). For every (shape, tile count) the engine solves the inter-chip sharding
-exactly (pinned choices kept), lowers the problem and computes an admissible lower bound of
-its objective (``search/objective.py``; time per batch today). Outer choices are then solved
-best-bound-first: the configuration
-assignment of the most promising one is searched (exact A* over order ideals where they
-fit, contiguous-order DP and annealing otherwise) and the winner is re-scored by the full
-evaluator. As soon as the next bound cannot beat the incumbent, every remaining choice is
-pruned and, if every solved choice was solved exactly, the result is proven optimal.
-A solved configuration count also bounds the smaller ones of the same (shape, tile count):
-one more configuration (two under the FWD/BWD rule) can always stay empty, so more
-configurations are never worse.
+or pinned). The engine owns what a search learns (``SearchState``: incumbent, open bound,
+proven values, violations, budget) and two strategies from ``search/strategies``
+(``spec.search.strategy`` and ``spec.search.assignment``, docs/design.md "Search
+strategies"):
+
+* the *outer strategy* decides which outer choices are solved. The default ("auto")
+  enumerates them best-bound-first ("enumerate"): for every (shape, tile count) the engine
+  solves the inter-chip sharding exactly (pinned choices kept), lowers the problem and
+  computes an admissible lower bound of its objective (``search/objective.py``; time per
+  batch today); the most promising choice is solved next, and as soon as the next bound
+  cannot beat the incumbent every remaining choice is pruned. A solved configuration count
+  also bounds the smaller ones of the same (shape, tile count): one more configuration (two
+  under the FWD/BWD rule) can always stay empty, so more configurations are never worse.
+  Spaces with more than ``BOUND_LIMIT`` (shape, tile count) pairs are sampled by Optuna's
+  seeded TPE sampler for ``OPTUNA_TRIALS`` outer choices instead ("optuna", not proven);
+* the *assignment strategy* solves one outer choice (default "auto": exact A* over order
+  ideals where they fit, contiguous-order DP and annealing otherwise); its winner is
+  re-scored by the full evaluator. If every solved choice was solved exactly and the rest
+  pruned, the result is proven optimal.
 
 Everything the search does is counted in work, never in seconds, so the result is a
 function of (spec, seed) only. A work budget (``search.max_evaluations``) and an optional
 wall-clock ``time_limit_s`` are safety stops: when one fires, the result says so
 (``RunStatus.STOPPED_BY_LIMIT``); Ctrl-C returns the best mapping so far
-(``RunStatus.INTERRUPTED``). Spaces with too many (shape, tile count) pairs to bound
-are sampled by Optuna's seeded TPE sampler for a fixed number of trials (not proven).
-``joint_sharding`` then tries sharding choices that are not byte-minimal on the best outer
-choice.
+(``RunStatus.INTERRUPTED``). ``joint_sharding`` then tries sharding choices that are not
+byte-minimal on the best outer choice.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
 import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, ObjectiveKind, RunStatus, Status, WorkloadKind
-from dfsearch.cost.lower import (
-    I_FB_RULE,
-    I_FIXED_CONFIG,
-    Outer,
-    Problem,
-    effective_num_config,
-    lower,
-)
+from dfsearch.cost.layout import Control, no_control
+from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search._dp import CTL_DEADLINE, CTL_FLAG, CTL_MAX_EVALS, no_control
-from dfsearch.search.assign import assign_configs
 from dfsearch.search.objective import Objective, objective_for
+from dfsearch.search.strategies import assignment_strategy, outer_strategy
+from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
 from dfsearch.spec import Spec
 
-__all__ = ["search", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
-#: (shape, tile count) pairs above which the outer space is sampled instead of bounded
+#: (shape, tile count) pairs above which the "auto" outer strategy samples instead of bounding
 BOUND_LIMIT = 5_000
-#: outer choices Optuna solves when the space is too large to bound
+#: outer choices the "optuna" outer strategy solves
 OPTUNA_TRIALS = 300
-
-#: progress callback: (outer choices done, total, best final_s or None)
-Progress = Callable[[int, int, float | None], None]
-
-
-@dataclass(frozen=True, slots=True)
-class _Pair:
-    """One (shape, tile count) with its sharding, a lowered problem and its lower bound."""
-
-    shape: tuple[int, ...]
-    num_tile: int
-    sharding: tuple[Dim, ...]
-    bound: float  #: lower bound of the objective over this (shape, tile count)
-    status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
-    violation: float
 
 
 @dataclass
-class _State:
-    """What the search has learnt so far (mutable, private to one ``search`` call)."""
+class SearchState:
+    """What the search has learnt so far (mutable, private to one ``search`` call); the
+    ``OuterState`` that outer strategies work on (``strategies/base.py``)."""
 
     spec: Spec
     seed: int
     max_evaluations: int
     control: np.ndarray  #: shared with the jitted searches: deadline, budget, stop flag
     objective: Objective
+    assignment: AssignmentStrategy  #: solves the configuration assignment of one choice
     best: Evaluation | None = None
     evaluations: int = 0
     solved: int = 0
@@ -98,6 +84,8 @@ class _State:
     violations: dict[str, Violation] = field(default_factory=dict)
     methods: set[str] = field(default_factory=set)
     stop: str = ""  #: why the search stopped early ("" = it did not)
+    #: sharding solutions by what they depend on (``_sharding``)
+    sharding_cache: dict = field(default_factory=dict)
 
     def offer(self, ev: Evaluation) -> bool:
         if ev.feasible and self.objective.value(ev) < self.best_value():
@@ -115,13 +103,38 @@ class _State:
             self.violations[v.constraint] = v
 
     def out_of_budget(self) -> bool:
-        if self.control[CTL_FLAG] != 0.0:
+        if self.control[Control.FLAG] != 0.0:
             self.stop = "interrupted"
         elif self.evaluations >= self.max_evaluations:
             self.stop = f"work budget of {self.max_evaluations:,} evaluations used up"
-        elif time.perf_counter() > self.control[CTL_DEADLINE]:
+        elif time.perf_counter() > self.control[Control.DEADLINE]:
             self.stop = "time limit reached"
         return bool(self.stop)
+
+    # ---- the operations outer strategies use (strategies/base.py, OuterState)
+    def bound_pairs(self, pairs: tuple, c_any: int) -> list[Pair] | None:
+        try:
+            return _bound_pairs(self, pairs, c_any)
+        except _Stopped:
+            if self.stop != "interrupted":
+                self.stop += " while bounding the outer choices"
+            self.open_bound = 0.0
+            return None
+
+    def unbounded_pair(self, shape: tuple[int, ...], num_tile: int, c: int) -> Pair:
+        sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache)
+        mbs = outer_mod.micro_batch_size(self.spec)
+        status, viol = outer_status(self.spec, Outer(shape, sharding, mbs, num_tile, c))
+        return Pair(shape, num_tile, sharding, 0.0, status, viol)
+
+    def solve(self, pair: Pair, c: int) -> float:
+        return _solve(self, pair, c)  # looked up at call time (tests wrap engine._solve)
+
+    def dominating_value(self, pair: Pair, c: int) -> float | None:
+        return _dominating_value(self, pair, c)
+
+    def note_outer_violation(self, pair: Pair) -> None:
+        self.note_violation(_outer_violation(self.spec, pair))
 
 
 def search(
@@ -134,6 +147,8 @@ def search(
 ) -> RunResult:
     """Find the best mapping of ``spec`` (see module docstring).
 
+    The outer strategy (``spec.search.strategy``) and the assignment strategy
+    (``spec.search.assignment``) come from the registry of ``search/strategies``.
     ``time_limit_s`` (default: the spec's ``search.time_limit_s``; 0 or None = none) is a
     safety stop measured after the evaluator is compiled; ``max_evaluations`` (default: the
     spec's ``search.max_evaluations``) is the work budget. Ctrl-C stops the search and
@@ -144,7 +159,15 @@ def search(
     RunResult
         Always; ``result.evaluation`` is None when no feasible mapping was found, and then
         ``result.violations`` says which constraints bind and by how much.
+
+    Raises
+    ------
+    SolverUnavailableError
+        If a selected strategy needs an optional dependency that is not installed (before
+        any work is done).
     """
+    outer = outer_strategy(spec.search.strategy)
+    assignment = assignment_strategy(spec.search.assignment)
     seed = spec.search.seed if seed is None else seed
     limit = spec.search.time_limit_s if time_limit_s is None else time_limit_s
     budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
@@ -153,24 +176,21 @@ def search(
     t0 = time.perf_counter()
     control = no_control()
     if limit:
-        control[CTL_DEADLINE] = t0 + limit
-    st = _State(spec, seed, budget, control, objective_for(spec.search.objective))
-    method = "best-first"
+        control[Control.DEADLINE] = t0 + limit
+    st = SearchState(spec, seed, budget, control, objective_for(spec.search.objective), assignment)
+    method = outer.name
     total = 0
     with _ctrl_c_sets_flag(control):
         try:
-            pairs = _pair_space(spec)
-            counts = _config_counts(spec)
-            total = len(pairs) * len(counts)
-            if len(pairs) <= BOUND_LIMIT:
-                _best_first(st, pairs, counts, total, progress)
-            else:
-                method = "optuna-tpe"
-                _optuna_outer(st, pairs, counts, total, progress)
+            space = OuterSpace(tuple(_pair_space(spec)), tuple(_config_counts(spec)),
+                               bound_limit=BOUND_LIMIT, trials=OPTUNA_TRIALS)  # fmt: skip
+            total = space.total
+            method = outer.explore(st, space, progress)
             if spec.search.joint_sharding and st.best is not None and not st.stop:
                 _joint_sharding(st)
         except KeyboardInterrupt:  # outside the main thread, or raised by a callback
             st.stop = "interrupted"
+            st.open_bound = 0.0  # the strategy left mid-way: what it had not solved is unbounded
     return _result(st, method, total, time.perf_counter() - t0, st.stop == "interrupted")
 
 
@@ -183,7 +203,7 @@ def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: object) -> None:
-        control[CTL_FLAG] = 1.0
+        control[Control.FLAG] = 1.0
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
@@ -206,11 +226,11 @@ def _config_counts(spec: Spec) -> list[int]:
 def _dominance_step(spec: Spec, problem: Problem) -> int:
     """k such that C + k configurations are never worse than C (an empty configuration
     costs nothing); 0 when pinned configurations forbid the argument."""
-    if spec.execution.style is not ExecutionStyle.DATAFLOW or problem.si[I_FIXED_CONFIG]:
+    if spec.execution.style is not ExecutionStyle.DATAFLOW or problem.constants.fixed_config:
         return 0  # one configuration per kernel is a different regime, not a larger count
     if any(k.config >= 0 for k in spec.graph.kernels):
         return 0
-    return 2 if problem.si[I_FB_RULE] else 1
+    return 2 if problem.constants.fb_rule else 1
 
 
 def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) -> tuple[Dim, ...]:
@@ -235,71 +255,29 @@ def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) ->
     return cache[key]
 
 
-def _bound_pairs(st: _State, pairs: list[tuple[tuple[int, ...], int]], c_any: int) -> list[_Pair]:
+def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
     """Sharding, outer feasibility and lower bound of every (shape, tile count); the bound
     does not depend on the configuration count, ``c_any`` is one of them."""
     spec = st.spec
     mbs = outer_mod.micro_batch_size(spec)
-    cache: dict = {}
     out = []
     for shape, t in pairs:
         if st.out_of_budget():
             raise _Stopped
-        sharding = _sharding(spec, shape, t, cache)
+        sharding = _sharding(spec, shape, t, st.sharding_cache)
         outer = Outer(shape, sharding, mbs, t, c_any)
         status, viol = outer_status(spec, outer)
         lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
-        out.append(_Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol))
+        out.append(Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol))
     return out
 
 
-# --------------------------------------------------------------------------- strategies
+# --------------------------------------------------------------------------- solving
 class _Stopped(Exception):
     """The time limit or Ctrl-C came before every (shape, tile count) had its bound."""
 
 
-def _best_first(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
-    """Solve outer choices in increasing order of their lower bound; stop when the next
-    bound cannot beat the incumbent (everything left is pruned)."""
-    try:
-        bounded = _bound_pairs(st, pairs, counts[0])
-    except _Stopped:
-        if st.stop != "interrupted":
-            st.stop += " while bounding the outer choices"
-        st.open_bound = 0.0
-        return
-    heap = []
-    for i, p in enumerate(bounded):
-        if p.status is not Status.OK:
-            st.note_violation(_outer_violation(st.spec, p))
-            st.pruned += len(counts)
-            continue
-        for j, c in enumerate(counts):  # larger configuration counts first at equal bounds
-            heapq.heappush(heap, (p.bound, i, j, c))
-    while heap:
-        lb, i, j, c = heap[0]
-        if lb >= st.best_value():
-            st.pruned += len(heap)  # nothing left can beat the incumbent
-            break
-        if st.out_of_budget():
-            st.open_bound = min(st.open_bound, lb)
-            break
-        heapq.heappop(heap)
-        p = bounded[i]
-        dominated = _dominating_value(st, p, c)
-        if dominated is not None and dominated >= st.best_value():
-            st.pruned += 1
-        else:
-            _solve(st, p, c)
-            st.solved += 1
-        if progress:
-            progress(st.solved + st.pruned, total, st.best.final_s if st.best else None)
-    if progress:
-        progress(total if not st.stop else st.solved + st.pruned, total,
-                 st.best.final_s if st.best else None)  # fmt: skip
-
-
-def _dominating_value(st: _State, p: _Pair, c: int) -> float | None:
+def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
     """The objective bound of a solved larger configuration count that dominates c."""
     for (shape, t, c2, step), value in st.exact_values.items():
         if shape == p.shape and t == p.num_tile and c2 > c and step and (c2 - c) % step == 0:
@@ -307,19 +285,20 @@ def _dominating_value(st: _State, p: _Pair, c: int) -> float | None:
     return None
 
 
-def _solve(st: _State, p: _Pair, c: int) -> float:
+def _solve(st: SearchState, p: Pair, c: int) -> float:
     """Solve one outer choice; update the incumbent, the open bound and the violations."""
     spec = st.spec
     mbs = outer_mod.micro_batch_size(spec)
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c)
     problem = lower(spec, outer)
-    st.control[CTL_MAX_EVALS] = st.max_evaluations - st.evaluations
-    a = assign_configs(problem, seed=st.seed, control=st.control)
+    st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
+    a = st.assignment.assign(problem, seed=st.seed, control=st.control)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c))
-    if a.exhaustive:
-        final = outer_mod.final_from_ii(problem, a.value_ns) if a.config else math.inf
+    if a.exhaustive:  # a proof up to the strategy's proof_rel_gap: dominance uses the bound
+        ii = min(a.value_ns, a.bound_ns)
+        final = outer_mod.final_from_ii(problem, ii) if a.config else math.inf
         key = (p.shape, p.num_tile, c, _dominance_step(spec, problem))
         st.exact_values[key] = st.objective.bound(p.shape, final)
     else:
@@ -338,43 +317,7 @@ def _solve(st: _State, p: _Pair, c: int) -> float:
     return st.objective.value(ev) if ev.feasible else math.inf
 
 
-def _optuna_outer(st: _State, pairs: list, counts: list[int], total: int, progress) -> None:
-    """Sample outer choices with Optuna's seeded TPE sampler for OPTUNA_TRIALS trials."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=st.seed))
-    seen: set[tuple[int, int]] = set()
-    cache: dict = {}
-    mbs = outer_mod.micro_batch_size(st.spec)
-    trials = min(OPTUNA_TRIALS, total)
-    for _ in range(20 * trials):
-        if len(seen) >= trials or st.out_of_budget():
-            break
-        trial = study.ask()
-        key = (trial.suggest_int("pair", 0, len(pairs) - 1), trial.suggest_int("configs", 0, len(counts) - 1))
-        if key in seen:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            continue
-        seen.add(key)
-        shape, t = pairs[key[0]]
-        sharding = _sharding(st.spec, shape, t, cache)
-        status, viol = outer_status(st.spec, Outer(shape, sharding, mbs, t, counts[key[1]]))
-        p = _Pair(shape, t, sharding, 0.0, status, viol)
-        if status is not Status.OK:
-            st.note_violation(_outer_violation(st.spec, p))
-            value = math.inf
-        else:
-            value = _solve(st, p, counts[key[1]])
-        st.solved += 1
-        study.tell(trial, value if math.isfinite(value) else 1e300)
-        if progress:
-            progress(len(seen), total, st.best.final_s if st.best else None)
-    if len(seen) < total:
-        st.open_bound = 0.0  # the unsampled choices are not bounded
-
-
-def _joint_sharding(st: _State) -> None:
+def _joint_sharding(st: SearchState) -> None:
     """Local search over sharding choices on the best outer choice: change one kernel's
     choice at a time (pinned kernels stay), keep any change that lowers the objective."""
     spec = st.spec
@@ -392,7 +335,7 @@ def _joint_sharding(st: _State) -> None:
                     continue
                 sh = list(d.sharding)
                 sh[i] = choice
-                p = _Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0)
+                p = Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0)
                 c = effective_num_config(spec, len(current.configs))
                 problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile, c))
                 bound = st.objective.bound(d.shape, outer_mod.lower_bound_ns(problem))
@@ -406,7 +349,7 @@ def _joint_sharding(st: _State) -> None:
 
 
 # --------------------------------------------------------------------------- result
-def _result(st: _State, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
+def _result(st: SearchState, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
     best = st.best
     bound = min(st.open_bound, st.best_value())
     if best is not None and bound >= st.best_value():
@@ -423,8 +366,7 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
     if st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
     if status is RunStatus.INFEASIBLE and math.isfinite(bound):
-        notes.append("not proven infeasible: some outer choices were searched heuristically "
-                     "(graphs too wide for the exact assignment search)")  # fmt: skip
+        notes.append(_not_proven_infeasible(st, method))
     stats = SearchStats(
         method=f"{method}+{'/'.join(sorted(st.methods)) or 'none'}",
         seconds=seconds,
@@ -444,7 +386,18 @@ def _result(st: _State, method: str, total: int, seconds: float, interrupted: bo
     return RunResult(spec=st.spec, evaluation=best, search=stats, violations=viol)
 
 
-def _bound_s(st: _State, best: Evaluation | None, bound: float) -> float | None:
+def _not_proven_infeasible(st: SearchState, method: str) -> str:
+    """Why a run that found nothing has not proven that nothing fits."""
+    if not outer_strategy(method).proves_optimality:
+        return f"not proven infeasible: the outer choices were sampled ({method}), not all searched"
+    if not st.assignment.proves_optimality:
+        return (f"not proven infeasible: the assignment strategy {st.assignment.name!r} "
+                "searches heuristically")  # fmt: skip
+    return ("not proven infeasible: some outer choices were searched heuristically "
+            "(graphs too wide for the exact assignment search)")  # fmt: skip
+
+
+def _bound_s(st: SearchState, best: Evaluation | None, bound: float) -> float | None:
     """The lower bound as a time per batch in s, when the objective is that time."""
     if best is None or not bound > 0 or st.objective.kind is not ObjectiveKind.TIME:
         return None
@@ -470,7 +423,7 @@ def _explain(spec: Spec, v: Violation) -> Violation:
     return replace(v, detail=detail)
 
 
-def _outer_violation(spec: Spec, p: _Pair) -> Violation:
+def _outer_violation(spec: Spec, p: Pair) -> Violation:
     return Violation.of(spec, p.status.label, abs(p.violation), p.shape, p.num_tile, 0)
 
 

@@ -7,7 +7,7 @@ certificate for the heuristic in ``dfsearch.search.assign``, never required: OR-
 imported only inside this module's functions, and a missing OR-Tools raises
 ``SolverUnavailableError``.
 
-The CP-SAT model is the evaluator's model (``dfsearch.cost.evaluate._eval``), constraint by
+The CP-SAT model is the evaluator's model (``dfsearch.cost.evaluate._eval_rows``), constraint by
 constraint (docs/exact.md explains each piece):
 
 * ``x[k, c]`` Booleans, one configuration per kernel; pins and the FWD/BWD rule
@@ -74,27 +74,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dfsearch.cost.lower import (
-    F_AR_LATENCY,
-    F_DRAM2_BW,
-    F_DRAM2_CAP,
-    F_DRAM_ACT_MULT,
-    F_DRAM_BW,
-    F_DRAM_CAP,
-    F_DRAM_FIXED,
-    F_FREQ,
-    F_SRAM_CAP,
-    I_CORES,
-    I_CYCLE_MODEL,
-    I_FIXED_CONFIG,
-    I_II_NUM_INPUT,
-    I_NUM_INPUT_MIXED,
-    I_OVERLAP,
-    I_PER_CONFIG_TILES,
-    I_SRAM_CHECK,
-    I_T,
-    Problem,
-)
+from dfsearch.codes import Overlap, Status
+from dfsearch.cost.lower import Problem
 from dfsearch.errors import SolverUnavailableError
 
 __all__ = [
@@ -119,8 +100,6 @@ MAX_CYCLE_OPTIONS = 20_000
 TARGET_UNITS = 1e9
 
 _INSTALL = 'the exact check needs OR-Tools: pip install "dfsearch[exact]"'
-_PERFECT, _COMPUTE_MEMORY = 1, 2
-_SRAM, _DRAM = 1, 2  #: evaluator statuses (codes.Status)
 #: assignments rejected by the evaluator at a capacity boundary, cut off one by one
 MAX_CUTS = 100
 
@@ -253,11 +232,10 @@ def _canonical(config: tuple[int, ...], pairs: list[int], nc: int) -> tuple[int,
 
 def _rescore(problem: Problem, config: tuple[int, ...]) -> tuple[int, float]:
     """(status, sum of configuration IIs) of one assignment by the float evaluator."""
-    from dfsearch.cost import evaluate as ev
     from dfsearch.cost.model import Evaluator
 
-    st, _, res, _, _, _ = Evaluator(problem).full(config)
-    return st, float(res[ev.RES_ALL_II])
+    out = Evaluator(problem).full(config)
+    return out.status, out.all_config_ii_ns
 
 
 def _trivial(problem: Problem, t0: float, cfg: tuple[int, ...] | None = None) -> ExactResult:
@@ -265,7 +243,7 @@ def _trivial(problem: Problem, t0: float, cfg: tuple[int, ...] | None = None) ->
     configuration, or ``cfg`` (pins and the FWD/BWD rule leave one choice per kernel)."""
     n = problem.num_kernels
     if cfg is None:
-        cfg = tuple(range(n)) if problem.si[I_FIXED_CONFIG] else (0,) * n
+        cfg = tuple(range(n)) if problem.constants.fixed_config else (0,) * n
     st, ii = _rescore(problem, cfg)
     secs = time.perf_counter() - t0
     if st != 0:
@@ -331,11 +309,11 @@ def solve_exact(
     t0 = time.perf_counter()
     cp_model = _require_ortools()
     n, nc = problem.num_kernels, problem.num_config
-    si = problem.si
-    if si[I_PER_CONFIG_TILES] or (si[I_II_NUM_INPUT] and np.any(problem.k_num_input > 1)):
+    k = problem.constants
+    if k.per_config_tiles or (k.ii_num_input and np.any(problem.kernels.num_input > 1)):
         return _refuse(t0, "refused: v2 num_input kernels (per-configuration tile counts and "
                        "II multipliers) are not modelled")  # fmt: skip
-    if si[I_FIXED_CONFIG] or nc == 1:
+    if k.fixed_config or nc == 1:
         return _trivial(problem, t0)
     from dfsearch.search.assign import _allowed
 
@@ -346,11 +324,11 @@ def solve_exact(
         return _refuse(t0, f"refused: {n} kernels and {nc} configurations exceed the limits "
                        f"({max_kernels} kernels, {max_configs} configurations)")  # fmt: skip
     tables = None
-    if si[I_CYCLE_MODEL]:
+    if k.cycle_model:
         tables = _tables(problem, max_cycle_options)
         if tables is None:
             return _refuse(t0, f"refused: the cycle-model option tables exceed "
-                           f"{max_cycle_options} entries (cores = {int(si[I_CORES])})")  # fmt: skip
+                           f"{max_cycle_options} entries (cores = {k.cores})")  # fmt: skip
     known = _known_solution(problem, hint)
     b = _Builder(cp_model, problem, tables, known)
     if b.infeasible:
@@ -406,7 +384,7 @@ def solve_exact(
         st, value = _rescore(problem, config)
         if st == 0:
             break
-        if st not in (_SRAM, _DRAM):
+        if st not in (Status.SRAM, Status.DRAM):
             raise RuntimeError(
                 f"BUG: the evaluator rejects the exact solver's assignment {config} (status {st})"
             )
@@ -455,10 +433,11 @@ def _unscale_bound(bound_units: float, slack_units: int, scale: float) -> float:
 
 def _tables(problem: Problem, max_options: int) -> list[list[tuple[int, int]]] | None:
     """Per-kernel (cores, cycles) Pareto tables; None when they exceed ``max_options``."""
-    cores = int(problem.si[I_CORES])
+    cores = problem.constants.cores
+    kt = problem.kernels
     tables, total = [], 0
     for k in range(problem.num_kernels):
-        tab = _pareto(int(problem.k_a[k]), int(problem.k_b[k]), int(problem.k_z[k]), cores)
+        tab = _pareto(int(kt.a[k]), int(kt.b[k]), int(kt.z[k]), cores)
         total += len(tab)
         if total > max_options:
             return None
@@ -502,39 +481,39 @@ class _Builder:
         p = self.p = problem
         self.model = cp_model.CpModel()
         self.n, self.nc = p.num_kernels, p.num_config
-        self.E = len(p.e_src)
-        self.src = [int(s) for s in p.e_src]
-        self.dst = [int(d) for d in p.e_dst]
+        kt, et, k = p.kernels, p.edges, p.constants
+        self.E = len(et.src)
+        self.src = [int(s) for s in et.src]
+        self.dst = [int(d) for d in et.dst]
         self.allowed = _allowed(p)
         self.notes: list[str] = []
         self.infeasible = ""
-        sc, si = p.sc, p.si
-        self.T = float(si[I_T])
-        self.cycle = bool(si[I_CYCLE_MODEL])
-        self.cores = int(si[I_CORES])
-        self.freq = float(sc[F_FREQ])
-        self.bw1 = float(sc[F_DRAM_BW])
-        self.cap1, self.cap2 = float(sc[F_DRAM_CAP]), float(sc[F_DRAM2_CAP])
+        self.T = float(k.num_tile)
+        self.cycle = k.cycle_model
+        self.cores = k.cores
+        self.freq = k.freq_GHz
+        self.bw1 = k.dram_bw
+        self.cap1, self.cap2 = k.dram_cap, k.dram2_cap
         self.tiered = self.cap2 > 0.0
         self.bw2 = (
-            (self.cap1 * self.bw1 + self.cap2 * float(sc[F_DRAM2_BW])) / (self.cap1 + self.cap2)
+            (self.cap1 * self.bw1 + self.cap2 * k.dram2_bw) / (self.cap1 + self.cap2)
             if self.tiered else self.bw1
         )  # fmt: skip
         T, n, E = self.T, self.n, self.E
-        arlat = float(sc[F_AR_LATENCY])
+        arlat = k.ar_latency_ns
         # float time terms (ns)
-        self.comp_f = [T * float(p.k_tc[k]) for k in range(n)]
+        self.comp_f = [T * float(kt.compute_ns[i]) for i in range(n)]
         net = [
-            T * float(p.k_net_t[k]) + float(p.k_net_1[k]) + arlat * float(p.k_ar[k])
-            for k in range(n)
+            T * float(kt.net_tile_ns[i]) + float(kt.net_once_ns[i]) + arlat * float(kt.all_reduce[i])
+            for i in range(n)
         ]
         for e in range(E):
-            net[self.src[e]] += T * float(p.e_net_t[e]) + arlat * float(p.e_ar[e])
+            net[self.src[e]] += T * float(et.net_tile_ns[e]) + arlat * float(et.all_reduce[e])
         self.net_f = net
-        self.chan_f = np.asarray(p.k_chan, dtype=np.float64)
+        self.chan_f = np.asarray(kt.channel_ns, dtype=np.float64)
         self.chans = [j for j in range(self.chan_f.shape[1]) if np.any(self.chan_f[:, j] > 0)]
-        self.memk_f = [float(p.k_mem[k]) for k in range(n)]
-        self.meme_f = [T * float(p.e_b[e]) for e in range(E)]
+        self.memk_f = [float(kt.memory_bytes[i]) for i in range(n)]
+        self.meme_f = [T * float(et.buffer_bytes[e]) for e in range(E)]
         self.tables_f = (
             [[(cores, T * cyc / self.freq) for cores, cyc in tab] for tab in tables]
             if tables is not None else None
@@ -565,8 +544,8 @@ class _Builder:
     # ---- DRAM capacity limits (exact float boundary of the evaluator)
     def _dram_limits(self) -> None:
         p = self.p
-        self.fixed, self.mult = float(p.sc[F_DRAM_FIXED]), float(p.sc[F_DRAM_ACT_MULT])
-        eb = np.asarray(p.e_b, dtype=np.float64)
+        self.fixed, self.mult = p.constants.dram_fixed, p.constants.dram_act_mult
+        eb = np.asarray(p.edges.buffer_bytes, dtype=np.float64)
         self.fdr, exact = _to_int(eb)
         self.live_needed = self.mult > 0.0 and self.cap1 < math.inf and self.E > 0
         if self.live_needed and not exact:
@@ -601,11 +580,11 @@ class _Builder:
         for s, d in zip(self.src, self.dst):  # precedence, cumulative form
             for c in range(nc - 1):
                 m.add(sum(x[d][: c + 1]) <= sum(x[s][: c + 1]))
-        if self.p.si[I_NUM_INPUT_MIXED]:
+        if self.p.constants.num_input_mixed:
             has_set = [m.new_bool_var(f"numin{c}") for c in range(nc)]
             for k in range(n):
                 for c in range(nc):
-                    lit = has_set[c] if self.p.k_num_input[k] > 0 else ~has_set[c]
+                    lit = has_set[c] if self.p.kernels.num_input[k] > 0 else ~has_set[c]
                     m.add_implication(x[k][c], lit)
         self.B = []
         for s, d in zip(self.src, self.dst):
@@ -628,14 +607,15 @@ class _Builder:
 
     def _sram(self) -> None:
         p, m, x, n, nc, E = self.p, self.model, self.x, self.n, self.nc, self.E
-        cap = float(p.sc[F_SRAM_CAP])
-        if not (p.si[I_SRAM_CHECK] and cap < math.inf):
+        cap = p.constants.sram_cap
+        if not (p.constants.sram_check and cap < math.inf):
             return
-        is_w = p.k_is_weight
-        wsram = np.asarray(p.k_weight_sram, dtype=np.float64)
-        extra = np.asarray(p.k_sram_extra, dtype=np.float64)
-        fpb = np.asarray(p.e_sram_b, dtype=np.float64) * np.asarray(p.e_sram_depth)
-        fpd = 2.0 * np.asarray(p.e_sram_b, dtype=np.float64)
+        kt, et = p.kernels, p.edges
+        is_w = kt.is_weight
+        wsram = np.asarray(kt.weight_sram, dtype=np.float64)
+        extra = np.asarray(kt.sram_extra, dtype=np.float64)
+        fpb = np.asarray(et.sram_bytes, dtype=np.float64) * np.asarray(et.sram_depth)
+        fpd = 2.0 * np.asarray(et.sram_bytes, dtype=np.float64)
         f, exact = _to_int(np.concatenate([wsram, extra, fpb, fpd]))
         if not exact:
             self.notes.append("SRAM bytes are not integral: footprints rounded up (conservative)")
@@ -709,7 +689,7 @@ class _Builder:
         live: list = []
         g = 1
         if self.live_needed:
-            eb = np.asarray(self.p.e_b, dtype=np.float64)
+            eb = np.asarray(self.p.edges.buffer_bytes, dtype=np.float64)
             w = [int(math.ceil(eb[e] * self.fdr)) for e in range(E)]
             g = _gcd(v for v in w if v > 0)
             U = [[sum(x[k][: c + 1]) for c in range(nc)] for k in range(n)]
@@ -771,7 +751,7 @@ class _Builder:
                 m.add_element(idx, ts, tv)
                 opt_cores.append(cv)
                 opt_time.append(tv)
-        overlap = int(self.p.si[I_OVERLAP])
+        overlap = self.p.constants.overlap
         ii_vars = []
         for c in range(nc):
             members = [k for k in range(n) if self.allowed[k, c]]
@@ -815,11 +795,11 @@ class _Builder:
                     m.add(ch >= sum(u(float(self.chan_f[k, j])) * x[k][c] for k in members))
                 tn = tn + ch
             ii = m.new_int_var(0, top, f"ii{c}")
-            if overlap == _PERFECT:
+            if overlap == Overlap.PERFECT:  # the epigraph of cost.overlap.combine_overlap
                 m.add(ii >= tc)
                 m.add(ii >= tm)
                 m.add(ii >= tn)
-            elif overlap == _COMPUTE_MEMORY:
+            elif overlap == Overlap.COMPUTE_MEMORY:
                 m.add(ii >= tc + tn)
                 m.add(ii >= tm + tn)
             else:

@@ -7,22 +7,8 @@ from __future__ import annotations
 import math
 
 from dfsearch.codes import WorkloadKind
-from dfsearch.cost.lower import (
-    F_AR_LATENCY,
-    F_BATCH_MULT,
-    F_DRAM2_BW,
-    F_DRAM2_CAP,
-    F_DRAM_BW,
-    F_FREQ,
-    F_NUM_COPY,
-    F_P2P,
-    I_CORES,
-    I_CYCLE_MODEL,
-    I_OVERLAP,
-    I_PER_CONFIG_TILES,
-    I_T,
-    Problem,
-)
+from dfsearch.cost.lower import Problem
+from dfsearch.cost.overlap import combine_overlap
 from dfsearch.spec import AUTO, Spec
 
 __all__ = [
@@ -136,33 +122,24 @@ def lower_bound_ns(problem: Problem) -> float:
     model: total work / cores), >= the total network time (assignment-independent kernel
     and edge terms; all-to-all channels via max of sums) and >= the explicit memory traffic.
     """
-    sc, si = problem.sc, problem.si
-    t = 1 if si[I_PER_CONFIG_TILES] else int(si[I_T])
-    if si[I_CYCLE_MODEL]:
-        work = problem.k_a.astype(float) * problem.k_b * problem.k_z
-        comp = t * float(work.sum()) / si[I_CORES] / sc[F_FREQ]
+    kt, et, k = problem.kernels, problem.edges, problem.constants
+    t = 1 if k.per_config_tiles else k.num_tile
+    if k.cycle_model:
+        work = kt.a.astype(float) * kt.b * kt.z
+        comp = t * float(work.sum()) / k.cores / k.freq_GHz
     else:
-        comp = t * float(problem.k_tc.sum())
-    net = t * float(problem.k_net_t.sum() + problem.e_net_t.sum()) + float(problem.k_net_1.sum())
-    net += float(problem.k_chan.sum(axis=0).max()) if problem.k_chan.size else 0.0
-    net += sc[F_AR_LATENCY] * float(problem.k_ar.sum() + problem.e_ar.sum())
-    bw = sc[F_DRAM_BW]
-    if sc[F_DRAM2_CAP] > 0:
-        bw = max(bw, sc[F_DRAM2_BW])
-    mem = float(problem.k_mem.sum()) / bw
-    overlap = int(si[I_OVERLAP])
-    if overlap == 1:
-        ii = max(comp, net, mem)
-    elif overlap == 2:
-        ii = max(comp, mem) + net
-    else:
-        ii = comp + net + mem
-    return (ii * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]
-
-
+        comp = t * float(kt.compute_ns.sum())
+    net = t * float(kt.net_tile_ns.sum() + et.net_tile_ns.sum()) + float(kt.net_once_ns.sum())
+    net += float(kt.channel_ns.sum(axis=0).max()) if kt.channel_ns.size else 0.0
+    net += k.ar_latency_ns * float(kt.all_reduce.sum() + et.all_reduce.sum())
+    bw = k.dram_bw
+    if k.dram2_cap > 0:
+        bw = max(bw, k.dram2_bw)
+    mem = float(kt.memory_bytes.sum()) / bw
+    return final_from_ii(problem, combine_overlap(comp, mem, net, k.overlap))
 
 
 def final_from_ii(problem: Problem, all_config_ii_ns: float) -> float:
     """final_ns for a given sum of configuration IIs: monotone in the sum."""
-    sc = problem.sc
-    return (all_config_ii_ns * sc[F_BATCH_MULT] + sc[F_P2P]) / sc[F_NUM_COPY]
+    k = problem.constants
+    return (all_config_ii_ns * k.batch_mult + k.p2p_ns) / k.num_copy
