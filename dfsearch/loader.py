@@ -55,20 +55,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dfsearch import codes
+from dfsearch import codes, workloads
 from dfsearch.errors import Issue, SpecError
 from dfsearch.spec import (
     AUTO,
     Accelerator,
     Connection,
     Cost,
-    DLRMWorkload,
     Execution,
-    FFTWorkload,
     Graph,
-    HPLWorkload,
     Kernel,
-    LLMWorkload,
     Memory,
     NetworkDim,
     SearchSettings,
@@ -77,6 +73,7 @@ from dfsearch.spec import (
     Workload,
 )
 from dfsearch.validate import quote_list, show, strategy_issue, validate_parts
+from dfsearch.workloads import model_named, model_of
 
 __all__ = [
     "load_spec",
@@ -89,23 +86,6 @@ __all__ = [
 ]
 
 _TOP = ("workload", "graph", "system", "cost", "execution", "search")
-_WORKLOADS: dict[str, type] = {
-    "llm": LLMWorkload,
-    "dlrm": DLRMWorkload,
-    "hpl": HPLWorkload,
-    "fft": FFTWorkload,
-}
-#: generator name -> workload kind it belongs to
-_GENERATOR_KIND = {
-    "llm": "llm",
-    "llm-fwd": "llm",
-    "llm-decode": "llm",
-    "dlrm": "dlrm",
-    "hpl": "hpl",
-    "fft": "fft",
-}
-#: generator parameter -> workload field it defaults from (same name otherwise)
-_PARAM_FROM_WORKLOAD = {"hidden": "hidden_dim", "seq": "seq_len"}
 _GRAPH_MODES = ("generator", "include", "kernels")
 
 
@@ -598,13 +578,16 @@ def _read_workload(r: _Reader, value: Any) -> Workload | None:
     table = r.table(value, "workload")
     if table is None:
         return None
+    words = [m.kind.label for m in workloads.WORKLOADS.values()]
     if "kind" not in table:
-        r.add("workload.kind", f"is required (one of {quote_list(_WORKLOADS)}).")
+        r.add("workload.kind", f"is required (one of {quote_list(words)}).")
         return None
-    ok, kind = r.word(table["kind"], "workload.kind", codes.WorkloadKind)
-    if not ok:
+    word = table["kind"]
+    model = model_named(word) if isinstance(word, str) else None
+    if model is None:
+        r.add("workload.kind", f"must be one of {quote_list(words)}. Got {show(word)} instead.")
         return None
-    cls = _WORKLOADS[kind.label]
+    cls = model.spec_class
     kw, ok = r.fields(cls, table, "workload", extra=("kind",))
     return r.build(cls, kw, ok)
 
@@ -774,9 +757,10 @@ def _read_generator(
     if context is None:
         return None
     workload, execution = context
-    kind = workload.kind.label
-    fits = [g for g, k in _GENERATOR_KIND.items() if k == kind and g in GENERATORS]
-    if _GENERATOR_KIND.get(name, workload.kind.label) != workload.kind.label:
+    kind, model = workload.kind.label, model_of(workload)
+    fits = [g for g in model.generators if g in GENERATORS]
+    owner = next((m for m in workloads.WORKLOADS.values() if name in m.generators), model)
+    if owner is not model:
         r.add(
             "graph.generator",
             f"must be one of {quote_list(fits)} for workload.kind = {kind!r}. "
@@ -789,7 +773,7 @@ def _read_generator(
         if p == "word":
             params[p] = execution.word_bytes
         else:
-            src = _PARAM_FROM_WORKLOAD.get(p, p)
+            src = model.generator_fields.get(p, p)
             if hasattr(workload, src) and src != "kind":
                 params[p] = getattr(workload, src)
     if not good:

@@ -17,10 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dfsearch.codes import Dim, WorkloadKind
+from dfsearch.codes import Dim
 from dfsearch.decision import Decision
 from dfsearch.errors import Issue, SpecError
 from dfsearch.spec import Spec
+from dfsearch.workloads import model_of
 
 __all__ = ["load_mapping", "decision_to_mapping", "mapping_to_toml"]
 
@@ -228,7 +229,7 @@ def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[
     from dataclasses import replace
 
     kernels = spec.graph.kernels
-    if spec.workload.kind is not WorkloadKind.LLM or spec.execution.skip_inter_chip_optimization:
+    if not model_of(spec.workload).searches_sharding(spec.execution):
         return tuple(Dim.NO for _ in kernels)
     if all(i in pinned or k.sharding is not None for i, k in enumerate(kernels)):
         return tuple(pinned.get(i, k.sharding) for i, k in enumerate(kernels))  # type: ignore[misc]

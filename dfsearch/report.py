@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dfsearch.codes import RunStatus, WorkloadKind
+from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
 from dfsearch.spec import Graph, Spec
+from dfsearch.workloads import model_of
 
 __all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run"]
 
@@ -47,7 +48,7 @@ def describe_spec(spec: Spec) -> list[str]:
         + f" @{d.link_bw_GBps:g} GB/s"
         for d in s.network
     )
-    lines = [f"workload  {wl.kind.label.upper()}: " + _workload_text(spec)]
+    lines = [f"workload  {wl.kind.label.upper()}: " + model_of(wl).describe(wl)]
     lines += describe_graph(spec.graph)
     lines += [
         f"system    {s.num_chip} chips x {_si(a.peak_gflops * 1e9, 'FLOP/s')} "
@@ -63,23 +64,6 @@ def describe_spec(spec: Spec) -> list[str]:
         + f", word {ex.word_bytes} B, equations {ex.equations.label}",
     ]
     return lines
-
-
-def _workload_text(spec: Spec) -> str:
-    wl = spec.workload
-    if wl.kind is WorkloadKind.LLM:
-        return (
-            f"hidden {wl.hidden_dim}, {wl.num_head} heads x {wl.head_dim}, seq {wl.seq_len}, "
-            f"{wl.num_layer} layers, global batch {wl.global_batch_size}"
-        )
-    if wl.kind is WorkloadKind.DLRM:
-        return (
-            f"{wl.num_table} tables x {wl.row} rows x {wl.emb_dim}, "
-            f"global batch {wl.global_batch_size}, {wl.num_copy} copies"
-        )
-    if wl.kind is WorkloadKind.HPL:
-        return f"n {wl.n}, block {wl.b}, {wl.num_copy} copies"
-    return f"length {wl.length}, {wl.num_copy} copies"
 
 
 def _names(kernels: tuple[str, ...], width: int = 44) -> str:

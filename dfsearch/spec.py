@@ -10,7 +10,7 @@ Nothing below this module sees raw dicts or strings from a file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dfsearch.codes import (
     Collective,
@@ -24,7 +24,13 @@ from dfsearch.codes import (
     Parallelism,
     Phase,
     Topology,
-    WorkloadKind,
+)
+from dfsearch.workloads import (  # re-exported: each kind's module defines its dataclass
+    DLRMWorkload,
+    FFTWorkload,
+    HPLWorkload,
+    LLMWorkload,
+    Workload,
 )
 
 __all__ = [
@@ -229,49 +235,6 @@ class Execution:
     skip_inter_chip_optimization: bool = False
     effective_stage: int = 0
     replicate_sram_index_bug: bool = False
-
-
-# --------------------------------------------------------------------------- workload
-@dataclass(**_FROZEN)
-class LLMWorkload:
-    hidden_dim: int
-    head_dim: int
-    num_head: int
-    seq_len: int
-    num_layer: int
-    global_batch_size: int
-    micro_batch_size: int = 0  #: 0 = searched
-    tile_size: int = 0  #: 0 = searched
-    num_layer_in_graph: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
-
-
-@dataclass(**_FROZEN)
-class DLRMWorkload:
-    num_table: int
-    emb_dim: int
-    row: int
-    global_batch_size: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.DLRM, init=False)
-
-
-@dataclass(**_FROZEN)
-class HPLWorkload:
-    n: int
-    b: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.HPL, init=False)
-
-
-@dataclass(**_FROZEN)
-class FFTWorkload:
-    length: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.FFT, init=False)
-
-
-Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload
 
 
 # --------------------------------------------------------------------------- search

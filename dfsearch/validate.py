@@ -32,24 +32,25 @@ from dfsearch.errors import Issue
 from dfsearch.spec import (
     AUTO,
     Cost,
-    DLRMWorkload,
     Execution,
-    FFTWorkload,
     Graph,
-    HPLWorkload,
     Kernel,
-    LLMWorkload,
     SearchSettings,
     Spec,
     System,
     Workload,
 )
 from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
+from dfsearch.workloads import WORKLOADS, model_of
+from dfsearch.workloads.base import FieldRange
 
 __all__ = [
     "validate_spec",
     "validate_graph",
     "validate_parts",
+    "IssueSink",
+    "check_searched_network",
+    "check_fixed_network",
     "seed_issue",
     "range_issue",
     "RANGES",
@@ -105,7 +106,7 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
-class _Sink:
+class IssueSink:
     """Collects issues; small comparison helpers produce the standard wording."""
 
     def __init__(self) -> None:
@@ -129,6 +130,12 @@ class _Sink:
     def within(self, path: str, value: float | None, key: str | None = None) -> None:
         """The range rule of ``RANGES[key]`` (``key`` defaults to ``path``)."""
         issue = range_issue(path, value, key)
+        if issue is not None:
+            self.issues.append(issue)
+
+    def in_range(self, path: str, value: float | None, rng: FieldRange) -> None:
+        """The range rule of a workload field, ``rng`` = (lo, hi, unit)."""
+        issue = _outside(path, value, Range(*rng))
         if issue is not None:
             self.issues.append(issue)
 
@@ -211,22 +218,12 @@ RANGES: dict[str, Range] = {
     "execution.compute_util": Range(1e-6, 1, "", "or 0 for the cycle model"),
     "execution.num_config": Range(1, 2**16 - 1),
     "execution.effective_stage": Range(1, 2**16, "stages"),
-    # workload
-    "workload.hidden_dim": Range(1, _P24, "elements"),
-    "workload.head_dim": Range(1, _P24, "elements"),
-    "workload.num_head": Range(1, _P24),
-    "workload.seq_len": Range(1, 2**30, "tokens"),
-    "workload.num_layer": Range(1, _P24),
-    "workload.global_batch_size": Range(1, _P40),
-    "workload.micro_batch_size": Range(1, _P40),
-    "workload.tile_size": Range(1, 2**30, "tokens"),
-    "workload.num_table": Range(1, _P40),
-    "workload.emb_dim": Range(1, _P40, "elements"),
-    "workload.row": Range(1, _P40),
-    "workload.n": Range(1, _P40, "elements"),
-    "workload.b": Range(1, _P40, "elements"),
-    "workload.length": Range(1, 2**62, "points"),
-    "workload.num_copy": Range(1, _P24),
+    # workload: each kind's ``field_ranges`` (dfsearch/workloads/)
+    **{
+        f"workload.{name}": Range(*rng)
+        for model in WORKLOADS.values()
+        for name, rng in model.field_ranges.items()
+    },
     # search
     "search.max_evaluations": Range(1, 2**62, "evaluations"),
 }
@@ -264,7 +261,10 @@ def range_issue(path: str, value: float | None, key: str | None = None) -> Issue
     >>> range_issue("system.num_chip", 2**63).render()
     'system.num_chip must be between 1 and 2^24 = 16777216 chips. Got 9223372036854775808 instead.'
     """
-    r = RANGES[key if key is not None else range_key(path)]
+    return _outside(path, value, RANGES[key if key is not None else range_key(path)])
+
+
+def _outside(path: str, value: float | None, r: Range) -> Issue | None:
     if value is None or isinstance(value, bool) or not value > 0:
         return None
     if r.lo <= value <= r.hi:
@@ -311,7 +311,7 @@ def validate_graph(
     list of Issue
         Empty when the graph is valid.
     """
-    s = _Sink()
+    s = IssueSink()
     if not graph.kernels:
         s.add(f"{path}.kernels", "must hold at least one kernel.")
     first: dict[str, int] = {}
@@ -334,7 +334,7 @@ def validate_graph(
     return s.issues
 
 
-def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
+def _check_kernel(s: IssueSink, kp: str, k: Kernel, sharding_rules: bool) -> None:
     for dim in ("outer", "m", "k", "n"):
         s.ge(f"{kp}.{dim}", getattr(k, dim), 1)
     for f in ("outer", "m", "k", "n", "num_input", "config", "id", *_KERNEL_BYTES):
@@ -389,7 +389,7 @@ def _check_kernel(s: _Sink, kp: str, k: Kernel, sharding_rules: bool) -> None:
         _check_choice(s, kp, k)
 
 
-def _check_choice(s: _Sink, kp: str, k: Kernel) -> None:
+def _check_choice(s: IssueSink, kp: str, k: Kernel) -> None:
     from dfsearch.kernels.graph import sharding_choices
 
     if any(getattr(k, d) < 1 for d in ("outer", "m", "k", "n")):
@@ -408,7 +408,7 @@ def _check_choice(s: _Sink, kp: str, k: Kernel) -> None:
 
 
 def _check_connections(
-    s: _Sink, graph: Graph, path: str, first: dict[str, int], duplicates: bool
+    s: IssueSink, graph: Graph, path: str, first: dict[str, int], duplicates: bool
 ) -> None:
     names = list(first)
     edges: list[tuple[str, str]] = []
@@ -488,16 +488,17 @@ def validate_parts(
     together with every rule that needs them. Loaders use it to report parse errors and
     semantic errors of the other sections in one go.
     """
-    s = _Sink()
-    llm = isinstance(workload, LLMWorkload)
-    if workload is not None:
-        _check_workload(s, workload)
+    s = IssueSink()
+    model = model_of(workload) if workload is not None else None
+    sharded = model is not None and model.shards_across_chips
+    if model is not None:
+        model.issues(s, workload)
     graph_ok = False
     if graph is not None:
-        graph_issues = validate_graph(graph, sharding_rules=workload is None or llm)
+        graph_issues = validate_graph(graph, sharding_rules=model is None or sharded)
         graph_ok = not graph_issues
         s.issues += graph_issues
-        if workload is not None and not llm:
+        if model is not None and not sharded:
             for i, k in enumerate(graph.kernels):
                 if k.sharding not in (None, Dim.NO):
                     got = k.sharding.label  # type: ignore[union-attr]
@@ -518,7 +519,7 @@ def validate_parts(
             _check_graph_execution(s, graph, execution, order=graph_ok)
             if execution.compute_util == 0:
                 _check_kernel_work(s, graph)
-            if llm and not execution.skip_inter_chip_optimization:
+            if sharded and not execution.skip_inter_chip_optimization:
                 _check_llm_tiling(s, graph)
     if search is not None:
         s.ge("search.time_limit_s", search.time_limit_s)
@@ -567,47 +568,7 @@ def seed_issue(path: str, seed: object) -> Issue | None:
     return Issue(path, f"must be an integer in [0, 2**32 - 1]. Got {show(seed)} instead.")
 
 
-def _check_workload(s: _Sink, w: Workload) -> None:
-    if isinstance(w, LLMWorkload):
-        positive = ("hidden_dim", "head_dim", "num_head", "seq_len", "num_layer")
-        for f in (*positive, "global_batch_size"):
-            s.ge(f"workload.{f}", getattr(w, f), 1)
-        for f in ("micro_batch_size", "tile_size"):
-            s.ge(f"workload.{f}", getattr(w, f))
-        for f in (*positive, "global_batch_size", "micro_batch_size", "tile_size"):
-            s.within(f"workload.{f}", getattr(w, f))
-        if (
-            w.hidden_dim >= 1
-            and w.num_head >= 1
-            and w.head_dim >= 1
-            and w.num_head * w.head_dim != w.hidden_dim
-        ):
-            s.add(
-                "workload.hidden_dim",
-                "must equal workload.num_head * workload.head_dim = "
-                f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
-                f"Got {w.hidden_dim} instead.",
-            )
-        if w.num_layer_in_graph < 1:
-            s.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
-        elif w.num_layer_in_graph != 1:
-            s.add(
-                "workload.num_layer_in_graph",
-                "must be 1: a graph holding several layers is not supported. "
-                f"Got {w.num_layer_in_graph} instead.",
-            )
-        return
-    names = {
-        DLRMWorkload: ("num_table", "emb_dim", "row", "global_batch_size", "num_copy"),
-        HPLWorkload: ("n", "b", "num_copy"),
-        FFTWorkload: ("length", "num_copy"),
-    }[type(w)]
-    for f in names:
-        s.ge(f"workload.{f}", getattr(w, f), 1)
-        s.within(f"workload.{f}", getattr(w, f))
-
-
-def _check_system(s: _Sink, sy: System) -> None:
+def _check_system(s: IssueSink, sy: System) -> None:
     s.ge("system.num_chip", sy.num_chip, 1)
     a = sy.accelerator
     for f in ("cores", "systolic_width", "systolic_height"):
@@ -683,49 +644,65 @@ def _sizes_text(sizes: list[int]) -> str:
     return f"{' * '.join(map(str, sizes))} = {prod}" if len(sizes) > 1 else str(prod)
 
 
-def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
+def _check_network_for_workload(s: IssueSink, sy: System, w: Workload) -> None:
+    """The workload's network rules (``WorkloadModel.network_issues``), once the network
+    itself has a valid dimension count and chip count."""
+    if not 1 <= len(sy.network) <= 3 or sy.num_chip < 1:
+        return
+    model_of(w).network_issues(s, sy, w)
+
+
+def check_searched_network(s: IssueSink, sy: System) -> None:
+    """Network rules of a workload whose free sizes are searched (LLM): parallelism roles,
+    fixed sizes that fit the chip count, the HBD rule."""
     net = sy.network
-    if not 1 <= len(net) <= 3 or sy.num_chip < 1:
-        return
     par = tuple(d.parallelism for d in net)
+    if par not in _PAR_TUPLES:
+        got = ", ".join(p.label for p in par)
+        s.add(
+            "system.network",
+            "parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
+            "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
+            f"Got ({got}) instead.",
+        )
+    fixed = [d.size for d in net if d.size > 0]
+    if any(d.size < 0 for d in net):
+        pass  # reported by _check_system
+    elif len(net) == 1 and fixed and fixed[0] != sy.num_chip:
+        s.add(
+            "system.network[0].size",
+            f"must be 0 or system.num_chip = {sy.num_chip} for a 1-dimensional network. "
+            f"Got {fixed[0]} instead.",
+        )
+    elif len(fixed) == len(net) and math.prod(fixed) != sy.num_chip:
+        s.add(
+            "system.network",
+            f"sizes must multiply to system.num_chip = {sy.num_chip}. "
+            f"Got {_sizes_text(fixed)} instead.",
+        )
+    elif fixed and sy.num_chip % math.prod(fixed):
+        s.add(
+            "system.network",
+            f"fixed sizes must divide system.num_chip = {sy.num_chip}. "
+            f"Got {_sizes_text(fixed)} instead.",
+        )
+    if sy.hbd > 0 and par != (_TP, _PP, _DP):
+        s.add(
+            "system.hbd",
+            "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp). "
+            f"Got {sy.hbd} instead.",
+        )
+
+
+def check_fixed_network(
+    s: IssueSink, sy: System, w: Workload, min_dims: int = 1, why: str = ""
+) -> None:
+    """Network rules of a workload on a fixed network (DLRM, HPL, FFT): at least
+    ``min_dims`` dimensions (``why`` ends the message: for which workload and why), every
+    size given, no parallelism roles, no HBD, ``num_copy`` copies (1 when the workload has
+    no such field) that divide the chips and fill the network exactly."""
+    net = sy.network
     kind = w.kind.label
-    if isinstance(w, LLMWorkload):
-        if par not in _PAR_TUPLES:
-            got = ", ".join(p.label for p in par)
-            s.add(
-                "system.network",
-                "parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-                "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
-                f"Got ({got}) instead.",
-            )
-        fixed = [d.size for d in net if d.size > 0]
-        if any(d.size < 0 for d in net):
-            pass  # reported by _check_system
-        elif len(net) == 1 and fixed and fixed[0] != sy.num_chip:
-            s.add(
-                "system.network[0].size",
-                f"must be 0 or system.num_chip = {sy.num_chip} for a 1-dimensional network. "
-                f"Got {fixed[0]} instead.",
-            )
-        elif len(fixed) == len(net) and math.prod(fixed) != sy.num_chip:
-            s.add(
-                "system.network",
-                f"sizes must multiply to system.num_chip = {sy.num_chip}. "
-                f"Got {_sizes_text(fixed)} instead.",
-            )
-        elif fixed and sy.num_chip % math.prod(fixed):
-            s.add(
-                "system.network",
-                f"fixed sizes must divide system.num_chip = {sy.num_chip}. "
-                f"Got {_sizes_text(fixed)} instead.",
-            )
-        if sy.hbd > 0 and par != (_TP, _PP, _DP):
-            s.add(
-                "system.hbd",
-                "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp). "
-                f"Got {sy.hbd} instead.",
-            )
-        return
     if sy.hbd > 0:
         s.add(
             "system.hbd",
@@ -733,12 +710,9 @@ def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
             "network). "
             f"Got {sy.hbd} instead.",
         )
-    if isinstance(w, HPLWorkload) and len(net) < 2:
-        s.add(
-            "system.network",
-            "must have 2 or 3 dimensions for an hpl workload (the process grid is X x Y). "
-            f"Got {len(net)} instead.",
-        )
+    if len(net) < min_dims:
+        counts = " or ".join(str(c) for c in range(min_dims, 4))
+        s.add("system.network", f"must have {counts} dimensions {why}. Got {len(net)} instead.")
     for i, d in enumerate(net):
         if d.size == 0:
             s.add(
@@ -752,7 +726,7 @@ def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
                 f"must be omitted for a {kind} workload (tp/pp/dp apply to LLM workloads only). "
                 f"Got {d.parallelism.label!r} instead.",
             )
-    copies = w.num_copy
+    copies = getattr(w, "num_copy", 1)
     if copies < 1:
         return
     if sy.num_chip % copies:
@@ -771,7 +745,7 @@ def _check_network_for_workload(s: _Sink, sy: System, w: Workload) -> None:
         )
 
 
-def _check_cost(s: _Sink, c: Cost, system: System | None) -> None:
+def _check_cost(s: IssueSink, c: Cost, system: System | None) -> None:
     for f in (
         "link_price_per_GBps",
         "switch_price_per_GBps",
@@ -794,7 +768,7 @@ def _check_cost(s: _Sink, c: Cost, system: System | None) -> None:
         )
 
 
-def _check_execution(s: _Sink, e: Execution) -> None:
+def _check_execution(s: IssueSink, e: Execution) -> None:
     s.ge("execution.word_bytes", e.word_bytes, 1)
     if not 0 <= e.compute_util <= 1:
         s.add(
@@ -810,7 +784,7 @@ def _check_execution(s: _Sink, e: Execution) -> None:
         s.within("execution.compute_util", e.compute_util)
 
 
-def _check_kernel_work(s: _Sink, g: Graph) -> None:
+def _check_kernel_work(s: IssueSink, g: Graph) -> None:
     """Cycle model: a kernel's cycle count must fit the evaluator's int64 (MAX_KERNEL_WORK)."""
     for i, k in enumerate(g.kernels):
         dims = [k.outer, k.m, k.k, k.n] + ([k.num_input] if k.num_input > 1 else [])
@@ -840,7 +814,7 @@ def _one_config_per_kernel(g: Graph, e: Execution) -> str:
     return ""
 
 
-def _check_graph_execution(s: _Sink, g: Graph, e: Execution, *, order: bool) -> None:
+def _check_graph_execution(s: IssueSink, g: Graph, e: Execution, *, order: bool) -> None:
     n = len(g.kernels)
     if e.style is ExecutionStyle.KERNEL_BY_KERNEL and e.num_config not in (0, n):
         got = "'auto'" if e.num_config == AUTO else str(e.num_config)
@@ -871,7 +845,7 @@ def _check_graph_execution(s: _Sink, g: Graph, e: Execution, *, order: bool) -> 
             )
 
 
-def _check_llm_tiling(s: _Sink, g: Graph) -> None:
+def _check_llm_tiling(s: IssueSink, g: Graph) -> None:
     """Kernels whose sharding the LLM inter-chip pass chooses need a legal one (docs/model.md)."""
     from dfsearch.kernels.graph import sharding_choices
 

@@ -6,7 +6,9 @@ read-only records (``KernelTable``, ``EdgeTable``, ``Constants``) that the jitte
 (``dfsearch.cost.reference``) reads the spec itself. Every equation that depends only on the outer choices
 (shape, sharding, micro-batch size, tile count, number of configurations) is evaluated here,
 once: shard dimensions, buffer and weight bytes, FLOP, collective ratios and bytes, the
-pipeline factor and batch multiplier, DRAM constants.
+pipeline factor and batch multiplier, DRAM constants. What differs between workload kinds
+(batch structure, shard rule, network terms, DRAM constants, SRAM check) is asked of the
+kind's ``WorkloadModel`` (``dfsearch.workloads``); this module holds what they share.
 The per-configuration sums, maxima, capacities and core allocation depend on the
 configuration assignment and are the evaluator's job.
 """
@@ -18,21 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfsearch.codes import (
-    Collective,
-    ComputeType,
-    Dim,
-    Equations,
-    ExecutionStyle,
-    KernelKind,
-    WorkloadKind,
-)
+from dfsearch.codes import ComputeType, Dim, Equations, ExecutionStyle, KernelKind
 from dfsearch.cost import network
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.quirks import Quirks
-from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
+from dfsearch.kernels.graph import GraphStructure
 from dfsearch.spec import AUTO, Spec
 from dfsearch.validate import MAX_KERNEL_WORK
+from dfsearch.workloads import Batch, Lowering, NetworkTerms, WorkloadModel, model_of
 
 __all__ = [
     "Outer",
@@ -121,28 +116,12 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def shard_dims(
-    spec: Spec, k_index: int, choice: Dim, tp: int, t: int, grid: tuple[int, int]
+    spec: Spec, k_index: int, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
 ) -> tuple[int, int, int]:
-    """(sM, sK, sN): per-chip, per-tile dimensions of one kernel."""
-    k = spec.graph.kernels[k_index]
-    rows, kk, nn = k.rows, (k.k if k.kind.has_k else 1), k.n
-    kind = spec.workload.kind
-    if kind is WorkloadKind.HPL:
-        x, y = grid
-        return _ceil_div(rows, x), _ceil_div(kk, y), nn
-    if kind is WorkloadKind.FFT:
-        chips = spec.system.num_chip // spec.num_copy
-        return rows, kk, _ceil_div(nn, chips)
-
-    def dim_of(d: Dim) -> str:
-        return {Dim.OUTER: "m", Dim.M: "m", Dim.K: "k", Dim.N: "n"}.get(d, "")
-
-    sharded, tiled = dim_of(choice), dim_of(k.tiling)
-    out = []
-    for name, size in (("m", rows), ("k", kk), ("n", nn)):
-        div = (tp if sharded == name else 1) * (t if tiled == name else 1)
-        out.append(_ceil_div(size, div))
-    return out[0], out[1], out[2]
+    """(sM, sK, sN): per-chip, per-tile dimensions of one kernel, by its workload's rule
+    (``WorkloadModel.shard_dims``) for network ``shape``."""
+    kernel = spec.graph.kernels[k_index]
+    return model_of(spec.workload).shard_dims(spec, kernel, choice, tp, t, shape)
 
 
 def _f(values: list[float]) -> np.ndarray:
@@ -161,65 +140,108 @@ def _i(values: list[int]) -> np.ndarray:
 def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     """Evaluate every outer-choice-dependent equation and pack the result into arrays.
 
+    The workload's rules (batch structure, shard dimensions, network terms, DRAM constants,
+    whether SRAM is checked) come from its ``WorkloadModel`` (``dfsearch.workloads``).
+
     Raises
     ------
     ValueError
         If ``outer`` does not fit the spec (wrong lengths). Infeasible outer choices
         (e.g. indivisible batch) are not errors: see ``dfsearch.cost.outer_status``.
     """
-    g, sysm, ex, wl = spec.graph, spec.system, spec.execution, spec.workload
-    kernels = g.kernels
-    n = len(kernels)
+    g, sysm = spec.graph, spec.system
+    n = len(g.kernels)
     if len(outer.sharding) != n or len(outer.shape) != len(sysm.network):
         raise ValueError("outer choices do not match the spec")
-    st = GraphStructure.of(g)
-    word = ex.word_bytes
-    shape = outer.shape
-    grp = network.groups(sysm, shape)
-    kind = wl.kind
-    is_llm = kind is WorkloadKind.LLM
-    t = outer.num_tile if is_llm else 1
-    copies = spec.num_copy
-    chips_per_copy = sysm.num_chip // copies
-    v2 = ex.equations is Equations.V2
-    legacy = ex.equations is Equations.LEGACY
-    acc = sysm.accelerator
-    peak = acc.peak_gflops
-    cycle_model = ex.compute_util == 0.0
-    grid = network.hpl_grid(shape) if kind is WorkloadKind.HPL else (1, 1)
-    skip_ic = ex.skip_inter_chip_optimization
-    sharding = outer.sharding if (is_llm and not skip_ic) else tuple(Dim.NO for _ in kernels)
+    model = model_of(spec.workload)
+    ctx = _context(spec, outer, quirks, model)
+    pf, batch_mult = _pipeline(ctx.batch, quirks)
+    kcols, weight_total = _kernel_columns(ctx)
+    e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
+    net = model.network(ctx)
+    k_net_t, k_net_1, k_ar, e_net_t, e_ar = _network_columns(net, n, len(e_b))
+    k_chan = np.zeros((n, 3)) if net.channel_ns is None else np.asarray(net.channel_ns, float)
+    k_chan.setflags(write=False)
+    ext = sum(k.dram_extra_bytes for k in g.kernels)
+    dram_fixed, act_mult = model.dram(ctx, weight_total, ext)
+    extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in g.kernels)
+    constants = _constants(
+        ctx, model, dram_fixed=dram_fixed, act_mult=act_mult, batch_mult=batch_mult, net=net,
+        sparse=bool(extras or k_chan.any() or any(k_net_1)),
+    )  # fmt: skip
+    kernels, b, dims = g.kernels, ctx.batch, ctx.dims
+    pins = [k.config if (k.config >= 0 and not constants.fixed_config) else -1 for k in kernels]
+    return Problem(
+        kernels=KernelTable(
+            **kcols, memory_bytes=_f([k.memory_bytes for k in kernels]),
+            net_tile_ns=_f(k_net_t), net_once_ns=_f(k_net_1), channel_ns=k_chan,
+            all_reduce=_i(k_ar), phase=_i([int(k.phase) for k in kernels]), pin=_i(pins),
+            num_input=_i([k.num_input for k in kernels]),
+            sram_extra=_f([k.sram_extra_bytes for k in kernels]),
+        ),
+        edges=EdgeTable(
+            src=_i(list(ctx.structure.src)), dst=_i(list(ctx.structure.dst)),
+            buffer_bytes=_f(e_b), sram_bytes=_f(e_sram_b), sram_depth=_i(e_sram_depth),
+            net_tile_ns=_f(e_net_t), all_reduce=_i(e_ar),
+        ),
+        constants=constants,
+        outer=outer, names=ctx.structure.names,
+        shard_m=tuple(d[0] for d in dims), shard_k=tuple(d[1] for d in dims),
+        shard_n=tuple(d[2] for d in dims),
+        workload_flop=g.flop * b.layers * b.global_batch,
+        peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
+        tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
+        layers_per_stage=b.layers_per_stage, pipeline_factor=pf,
+    )  # fmt: skip
 
-    # --- batch structure
-    if is_llm:
-        gb, mbs, dp, pp = wl.global_batch_size, outer.micro_batch_size, grp.dp, grp.pp
-        layers = wl.num_layer
-    elif kind is WorkloadKind.DLRM:
-        gb, mbs, dp, pp = wl.global_batch_size, 1, chips_per_copy, 1
-        layers = 1
+
+def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> Lowering:
+    """Groups, batch structure, sharding, tile count and shard dimensions of ``outer``."""
+    kernels = spec.graph.kernels
+    grp = network.groups(spec.system, outer.shape)
+    t = outer.num_tile if model.tiled else 1
+    if model.searches_sharding(spec.execution):
+        sharding = outer.sharding
     else:
-        gb, mbs, dp, pp = 1, 1, 1, 1
-        layers = 1
-    nmb = gb // (mbs * dp) if gb % (mbs * dp) == 0 else 0
-    lps = _ceil_div(layers, pp)
+        sharding = tuple(Dim.NO for _ in kernels)
+    dims = tuple(
+        model.shard_dims(spec, k, sharding[i], grp.tp, t, outer.shape)
+        for i, k in enumerate(kernels)
+    )
+    return Lowering(
+        spec=spec, outer=outer, quirks=quirks, groups=grp,
+        batch=model.batch(spec, outer, grp), sharding=sharding, num_tile=t, dims=dims,
+        structure=GraphStructure.of(spec.graph),
+        chips_per_copy=spec.system.num_chip // spec.num_copy,
+    )  # fmt: skip
+
+
+def _pipeline(b: Batch, quirks: Quirks) -> tuple[float, float]:
+    """(pipeline factor, batch multiplier): final_ns = sum of IIs x batch multiplier + p2p.
+
+    With one run per batch (global batch, micro-batch, DP, PP, layers all 1) both are 1.
+    """
+    nmb, lps, pp = b.num_micro_batch, b.layers_per_stage, b.pp
     ccc = lps - 1 if lps >= 2 else 1
     if quirks.bubble_over_layers_per_stage:
         pf = 1.0 + (pp - 1) / (max(nmb, 1) * ccc)
     else:
         pf = 1.0 + (pp - 1) / max(nmb, 1)
-    if kind in (WorkloadKind.LLM, WorkloadKind.DLRM):
-        batch_mult = pf * lps * gb / dp
-    else:
-        batch_mult = 1.0
+    return pf, pf * lps * b.global_batch / b.dp
 
-    # --- shard dimensions, buffers, weights, compute
-    dims = [shard_dims(spec, i, sharding[i], grp.tp, t, grid) for i in range(n)]
-    w, h = acc.systolic_width, acc.systolic_height
-    es = ex.effective_stage
+
+def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
+    """Cycle-model work (a, b, z), FLOP-model compute time, weight SRAM bytes and weight
+    flags of every kernel, and the total weight bytes."""
+    spec, quirks = ctx.spec, ctx.quirks
+    ex, acc = spec.execution, spec.system.accelerator
+    v2 = ex.equations is Equations.V2
+    cycle_model = ex.compute_util == 0.0
+    w, h, es = acc.systolic_width, acc.systolic_height, ex.effective_stage
     k_a, k_b, k_z, k_tc, k_wsram, k_isw = [], [], [], [], [], []
     weight_total = 0.0
-    for i, k in enumerate(kernels):
-        sm, sk, sn = dims[i]
+    for i, k in enumerate(spec.graph.kernels):
+        sm, sk, sn = ctx.dims[i]
         mult = k.num_input if (k.num_input > 0 and not v2) else 1
         a = _ceil_div(sm, w)
         if k.type is ComputeType.SIMD:
@@ -244,165 +266,88 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         if cycle_model:
             k_tc.append(0.0)
         else:
-            rate = ex.compute_util * peak
+            rate = ex.compute_util * acc.peak_gflops
             if k.type is ComputeType.SIMD and not quirks.simd_at_systolic_peak:
                 rate /= h
             k_tc.append(flop * mult / rate)
         is_w = k.kind is KernelKind.GEMM_WEIGHT
-        wbytes = float(sm) * sk * word if is_w else 0.0
+        wbytes = float(sm) * sk * ex.word_bytes if is_w else 0.0
         weight_total += wbytes
         k_isw.append(1 if is_w else 0)
         k_wsram.append(0.0 if (k.skip_weight or not is_w) else wbytes)
+    cols = dict(a=_i(k_a), b=_i(k_b), z=_i(k_z), compute_ns=_f(k_tc), weight_sram=_f(k_wsram),
+                is_weight=_i(k_isw))  # fmt: skip
+    return cols, weight_total
 
-    e_src, e_dst = list(st.src), list(st.dst)
+
+def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
+    """Buffer bytes of every edge (per chip, per tile) and its SRAM bytes and depth."""
+    g, st = ctx.spec.graph, ctx.structure
     e_b = [
-        0.0 if c.zero_out else float(dims[s][0]) * dims[s][2] * word
-        for c, s in zip(g.connections, e_src)
+        0.0 if c.zero_out else ctx.output_bytes(s) for c, s in zip(g.connections, st.src)
     ]
     # SRAM footprint of edges produced by a weight kernel: DFModel indexes the edge arrays
     # with the weight's index. Fixed by default; replicated on request (docs/model.md).
     e_sram_b, e_sram_depth = list(e_b), list(st.depths)
-    if ex.replicate_sram_index_bug:
+    if ctx.spec.execution.replicate_sram_index_bug:
         widx = {}
-        for i, k in enumerate(kernels):
+        for i, k in enumerate(g.kernels):
             if k.kind is KernelKind.GEMM_WEIGHT:
                 widx[i] = len(widx)
-        for e, s in enumerate(e_src):
+        for e, s in enumerate(st.src):
             if s in widx and widx[s] < len(e_b):
                 e_sram_b[e], e_sram_depth[e] = e_b[widx[s]], st.depths[widx[s]]
+    return e_b, e_sram_b, e_sram_depth
 
-    # --- network
-    k_net_t, k_net_1 = [0.0] * n, [0.0] * n
-    k_chan = np.zeros((n, 3))
-    k_ar = [0] * n
-    e_net_t = [0.0] * len(e_src)
-    e_ar = [0] * len(e_src)
-    ar_latency = 0.0
-    if is_llm:
-        r = network.llm_ratios(
-            sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=quirks
-        )
-        ar_latency = r.ar_latency
-        for i, k in enumerate(kernels):
-            typ = k.communication
-            if typ is Collective.NONE and sharding[i] is Dim.K and not skip_ic:
-                typ = Collective.ALL_REDUCE
-            by = float(dims[i][0]) * dims[i][2] * word
-            if typ is Collective.ALL_REDUCE:
-                k_net_t[i] = r.all_reduce * by
-                k_ar[i] = 1 if by > 0 else 0
-            elif typ is Collective.ALL_TO_ALL:
-                k_net_t[i] = r.all_to_all * by
-            elif typ is Collective.ALL_GATHER:
-                k_net_t[i] = r.all_gather * by
-            elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
-                k_net_1[i] = r.all_reduce_periodic * by / nmb
-        if not skip_ic:
-            for e, (s, d) in enumerate(zip(e_src, e_dst)):
-                up = upstream_layout(sharding[s])
-                down = downstream_layout(kernels[d], st.operand[e], sharding[d])
-                typ = relayout(up, down)
-                by = float(dims[s][0]) * dims[s][2] * word
-                if typ is Collective.ALL_GATHER:
-                    e_net_t[e] = r.all_gather * by
-                elif typ is Collective.ALL_TO_ALL:
-                    e_net_t[e] = r.all_to_all * by
-        p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if g.is_training else 0.0)
-        p2p *= layers
-    else:
-        p2p = 0.0
-        if kind in (WorkloadKind.DLRM, WorkloadKind.FFT):
-            fac = network.a2a_factors(sysm, shape, chips_per_copy, ex.equations)
-            div = chips_per_copy if kind is WorkloadKind.DLRM else chips_per_copy**2
-            for i, k in enumerate(kernels):
-                if k.communication is Collective.ALL_TO_ALL and chips_per_copy > 1:
-                    per_chip = k.communication_bytes / div
-                    for j, f in enumerate(fac):
-                        k_chan[i, j] = per_chip * f
-                if kind is WorkloadKind.DLRM and k.communication is Collective.ALL_REDUCE_PERIODIC:
-                    by = float(dims[i][0]) * dims[i][2] * word / max(nmb, 1)
-                    if quirks.dlrm_arp_bytes_as_ns:
-                        k_net_1[i] = by * (2.0 if legacy else 1.0)
-                    else:
-                        r = network.llm_ratios(
-                            sysm, shape, separate_rs_ag_for_ar=False, quirks=quirks
-                        )
-                        k_net_1[i] = by * r.all_reduce_periodic
-        elif kind is WorkloadKind.HPL:
-            x, y = grid
-            bws = [d.link_bw_GBps for d in sysm.network]
-            for i, k in enumerate(kernels):
-                if k.communication is Collective.BROADCAST and x > 1:
-                    k_chan[i, 1] = k.communication_bytes / x / bws[1]
-                if k.communication2 is Collective.POINT_TO_POINT and y > 1:
-                    # DFModel reads communication_size here, not communication_size_2
-                    k_chan[i, 0] = k.communication_bytes / y / bws[0]
-    k_chan.setflags(write=False)
 
-    # --- memory
-    ext = sum(k.dram_extra_bytes for k in kernels)
-    if is_llm:
-        dram_fixed = lps * weight_total + lps * ext
-        act_mult = float(mbs)
-    elif kind is WorkloadKind.DLRM:
-        table = wl.num_table * wl.row * wl.emb_dim * word / chips_per_copy
-        dram_fixed = lps * weight_total + lps * ext + table
-        act_mult = float(mbs)
-    elif kind is WorkloadKind.HPL:
-        dram_fixed, act_mult = wl.n * wl.n * word / chips_per_copy + ext, 0.0
-    else:
-        dram_fixed, act_mult = wl.length * word / chips_per_copy + ext, 0.0
-    mem = sysm.memory
-    sram_check = is_llm or (kind is WorkloadKind.DLRM and not v2)
+def _network_columns(
+    net: NetworkTerms, n: int, m: int
+) -> tuple[list[float], list[float], list[int], list[float], list[int]]:
+    """The workload's per-kernel and per-edge network terms, zeros where it set none."""
+    return (
+        net.kernel_tile_ns if net.kernel_tile_ns is not None else [0.0] * n,
+        net.kernel_once_ns if net.kernel_once_ns is not None else [0.0] * n,
+        net.kernel_all_reduce if net.kernel_all_reduce is not None else [0] * n,
+        net.edge_tile_ns if net.edge_tile_ns is not None else [0.0] * m,
+        net.edge_all_reduce if net.edge_all_reduce is not None else [0] * m,
+    )
+
+
+def _constants(
+    ctx: Lowering,
+    model: WorkloadModel,
+    *,
+    dram_fixed: float,
+    act_mult: float,
+    batch_mult: float,
+    net: NetworkTerms,
+    sparse: bool,
+) -> Constants:
+    """The scalars of the problem: capacities, bandwidths, multipliers, switches."""
+    spec, outer = ctx.spec, ctx.outer
+    g, ex, acc, mem = spec.graph, spec.execution, spec.system.accelerator, spec.system.memory
+    n = len(g.kernels)
+    v2 = ex.equations is Equations.V2
+    c = outer.num_config
+    fixed = forced_config(spec, c)
+    fb_rule = ex.style is ExecutionStyle.DATAFLOW and not fixed and g.is_training and c < n
+    f_cap, b_min = fwd_bwd_bounds(c)
+    num_set = sum(1 for k in g.kernels if k.num_input > 0)
     sram_cap = acc.sram_bytes if (acc.sram_bytes > 0 or not v2) else math.inf
     dram_cap = mem.dram_bytes if mem.dram_bytes > 0 else math.inf
     tiered = (not v2) and mem.second_dram_bytes > 0
-
-    # --- configurations
-    c = outer.num_config
-    fixed = forced_config(spec, c)
-    fb_rule = (
-        ex.style is ExecutionStyle.DATAFLOW and not fixed and g.is_training and c < n
-    )
-    f_cap, b_min = fwd_bwd_bounds(c)
-    num_set = sum(1 for k in kernels if k.num_input > 0)
-
-    extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in kernels)
-    constants = Constants(
+    return Constants(
         freq_GHz=float(acc.freq_GHz), sram_cap=float(sram_cap), dram_cap=float(dram_cap),
         dram_bw=float(mem.dram_bw_GBps),
         dram2_bw=float(mem.second_dram_bw_GBps) if tiered else 0.0,
         dram2_cap=float(mem.second_dram_bytes) if tiered else 0.0,
         dram_fixed=float(dram_fixed), dram_act_mult=float(act_mult),
-        ar_latency_ns=float(ar_latency), batch_mult=float(batch_mult), p2p_ns=float(p2p),
-        num_copy=float(copies), num_tile=int(t), num_config=int(c), cores=int(acc.cores),
+        ar_latency_ns=float(net.ar_latency_ns), batch_mult=float(batch_mult),
+        p2p_ns=float(net.p2p_ns), num_copy=float(spec.num_copy), num_tile=int(ctx.num_tile),
+        num_config=int(c), cores=int(acc.cores),
         overlap=int(ex.overlap), fb_last_fwd=int(f_cap), fb_first_bwd=int(b_min),
-        cycle_model=bool(cycle_model), sram_check=bool(sram_check), tf_divides=v2,
-        per_config_tiles=v2 and num_set > 0, ii_num_input=v2, fb_rule=bool(fb_rule),
-        num_input_mixed=0 < num_set < n, fixed_config=bool(fixed),
-        sparse=bool(extras or k_chan.any() or any(k_net_1)),
-    )
-
-    pins = [k.config if (k.config >= 0 and not fixed) else -1 for k in kernels]
-    return Problem(
-        kernels=KernelTable(
-            a=_i(k_a), b=_i(k_b), z=_i(k_z), compute_ns=_f(k_tc), weight_sram=_f(k_wsram),
-            is_weight=_i(k_isw), memory_bytes=_f([k.memory_bytes for k in kernels]),
-            net_tile_ns=_f(k_net_t), net_once_ns=_f(k_net_1), channel_ns=k_chan,
-            all_reduce=_i(k_ar), phase=_i([int(k.phase) for k in kernels]), pin=_i(pins),
-            num_input=_i([k.num_input for k in kernels]),
-            sram_extra=_f([k.sram_extra_bytes for k in kernels]),
-        ),
-        edges=EdgeTable(
-            src=_i(e_src), dst=_i(e_dst), buffer_bytes=_f(e_b), sram_bytes=_f(e_sram_b),
-            sram_depth=_i(e_sram_depth), net_tile_ns=_f(e_net_t), all_reduce=_i(e_ar),
-        ),
-        constants=constants,
-        outer=outer, names=st.names,
-        shard_m=tuple(d[0] for d in dims), shard_k=tuple(d[1] for d in dims),
-        shard_n=tuple(d[2] for d in dims),
-        workload_flop=g.flop * layers * gb, peak_gflops=peak, num_chip=sysm.num_chip,
-        tp=grp.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers=layers, layers_per_stage=lps,
-        pipeline_factor=pf,
+        cycle_model=bool(ex.compute_util == 0.0), sram_check=bool(model.checks_sram(ex)),
+        tf_divides=v2, per_config_tiles=v2 and num_set > 0, ii_num_input=v2,
+        fb_rule=bool(fb_rule), num_input_mixed=0 < num_set < n, fixed_config=bool(fixed),
+        sparse=sparse,
     )  # fmt: skip
-

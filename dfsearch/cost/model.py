@@ -19,6 +19,7 @@ from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.spec import Spec
+from dfsearch.workloads import model_of
 
 __all__ = ["ConfigTimes", "Evaluation", "Evaluator", "Outputs", "evaluate", "outer_status"]
 
@@ -87,25 +88,15 @@ class Evaluation:
 
 
 def outer_status(spec: Spec, outer: Outer) -> tuple[Status, float]:
-    """Infeasibility that the outer choices alone cause (shape product, batch divisibility)."""
+    """Infeasibility that the outer choices alone cause: the shape product, then the
+    workload's own rule (``WorkloadModel.outer_status``: batch divisibility)."""
     prod = 1
     for s in outer.shape:
         prod *= s
     chips = spec.system.num_chip // spec.num_copy
     if prod != chips or any(s < 1 for s in outer.shape):
         return Status.SHAPE, float(prod - chips)
-    from dfsearch.codes import WorkloadKind
-    from dfsearch.cost.network import groups
-
-    wl = spec.workload
-    if wl.kind is WorkloadKind.LLM:
-        dp = groups(spec.system, outer.shape).dp
-        unit = outer.micro_batch_size * dp
-        if outer.micro_batch_size < 1 or wl.global_batch_size % unit != 0:
-            return Status.DIVISIBILITY, float(wl.global_batch_size % max(unit, 1))
-    elif wl.kind is WorkloadKind.DLRM and wl.global_batch_size % chips != 0:
-        return Status.DIVISIBILITY, float(wl.global_batch_size % chips)
-    return Status.OK, 0.0
+    return model_of(spec.workload).outer_status(spec, outer)
 
 
 class Outputs(NamedTuple):

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dfsearch.codes import Dim, ExecutionStyle, ObjectiveKind, RunStatus, Status, WorkloadKind
+from dfsearch.codes import Dim, ExecutionStyle, ObjectiveKind, RunStatus, Status
 from dfsearch.cost.layout import Control, no_control
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
@@ -53,6 +53,7 @@ from dfsearch.search.objective import Objective, objective_for
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
 from dfsearch.spec import Spec
+from dfsearch.workloads import model_of
 
 __all__ = ["search", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
@@ -235,7 +236,7 @@ def _dominance_step(spec: Spec, problem: Problem) -> int:
 
 def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) -> tuple[Dim, ...]:
     kernels = spec.graph.kernels
-    if spec.workload.kind is not WorkloadKind.LLM or spec.execution.skip_inter_chip_optimization:
+    if not model_of(spec.workload).searches_sharding(spec.execution):
         return tuple(Dim.NO for _ in kernels)
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 
-from dfsearch.codes import WorkloadKind
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.spec import AUTO, Spec
+from dfsearch.workloads import model_of
 
 __all__ = [
     "divisors",
@@ -67,12 +67,13 @@ def factorizations(n: int, k: int) -> list[tuple[int, ...]]:
 
 
 def shapes(spec: Spec) -> list[tuple[int, ...]]:
-    """Every network shape consistent with the fixed sizes (LLM: free sizes searched; a 1D
-    LLM network always spans every chip)."""
+    """Every network shape consistent with the fixed sizes, or the one shape the workload
+    always uses (``WorkloadModel.only_shape``: a 1D LLM network spans every chip)."""
     net = spec.system.network
     chips = spec.system.num_chip // spec.num_copy
-    if spec.workload.kind is WorkloadKind.LLM and len(net) == 1:
-        return [(chips,)]
+    only = model_of(spec.workload).only_shape(spec.system, chips)
+    if only is not None:
+        return [only]
     fixed = [d.size for d in net]
     prod = math.prod(s for s in fixed if s > 0)
     free = [i for i, s in enumerate(fixed) if s == 0]
@@ -88,14 +89,10 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
 
 
 def tile_counts(spec: Spec) -> list[int]:
-    """Candidate tile counts T: 1 for non-LLM; ceil(seq/tile_size) when the tile size is
-    fixed; otherwise every divisor of seq_len, ascending."""
-    wl = spec.workload
-    if wl.kind is not WorkloadKind.LLM:
-        return [1]
-    if wl.tile_size > 0:
-        return [-(-wl.seq_len // wl.tile_size)]
-    return divisors(wl.seq_len)
+    """Candidate tile counts T, ascending (``WorkloadModel.tile_counts``: LLM
+    ceil(seq/tile_size) when the tile size is fixed, otherwise every divisor of seq_len;
+    other workloads 1)."""
+    return model_of(spec.workload).tile_counts(spec)
 
 
 def config_counts(spec: Spec) -> list[int]:
@@ -107,12 +104,9 @@ def config_counts(spec: Spec) -> list[int]:
 
 
 def micro_batch_size(spec: Spec) -> int:
-    """The micro-batch size: the spec's, or 1 (optimal whenever it divides the batch;
-    docs/model.md)."""
-    wl = spec.workload
-    if wl.kind is WorkloadKind.LLM and wl.micro_batch_size > 0:
-        return wl.micro_batch_size
-    return 1
+    """The micro-batch size (``WorkloadModel.micro_batch_size``: an LLM spec's, else 1,
+    which is optimal whenever it divides the batch; docs/model.md)."""
+    return model_of(spec.workload).micro_batch_size(spec)
 
 
 def lower_bound_ns(problem: Problem) -> float:

@@ -232,7 +232,7 @@ def solve_spec_sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> Sh
     index = spec.graph.index()
 
     def dims(i: int, d: Dim) -> tuple[int, int, int]:
-        return shard_dims(spec, i, d, grp.tp, num_tile, (1, 1))
+        return shard_dims(spec, i, d, grp.tp, num_tile, shape)
 
     def unary(i: int, d: Dim) -> tuple[float, float]:
         sm, sk, sn = dims(i, d)

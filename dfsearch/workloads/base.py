@@ -1,0 +1,267 @@
+"""The contract of a workload kind: ``WorkloadModel`` and the records its hooks exchange.
+
+A workload kind (``codes.WorkloadKind``: LLM, DLRM, HPL, FFT) is its input dataclass (the
+``[workload]`` table) plus one frozen, stateless ``WorkloadModel`` subclass that holds every
+rule in which the kinds differ: batch structure, tile counts and shapes searched, shard
+dimensions, network terms, DRAM constants, outer-choice divisibility, validation and the
+report line. The rest of the code asks the registry (``dfsearch.workloads.model_of``) and
+never branches on the kind. ``docs/extending.md`` ("Adding a workload kind") lists the steps.
+
+Import rule: ``dfsearch.spec`` re-exports the workload dataclasses, so the kind modules are
+imported while ``spec`` is being built. They import only ``codes`` and this module at module
+level; the cost, graph and validation modules (which import ``spec``) are imported inside
+the hooks that need them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dfsearch.codes import Dim, Status, WorkloadKind
+
+if TYPE_CHECKING:
+    from dfsearch.cost.lower import Outer
+    from dfsearch.cost.network import Groups
+    from dfsearch.cost.quirks import Quirks
+    from dfsearch.kernels.graph import GraphStructure
+    from dfsearch.spec import Execution, Kernel, Spec, System
+    from dfsearch.validate import IssueSink
+
+__all__ = [
+    "WorkloadModel",
+    "Batch",
+    "SINGLE_RUN",
+    "Lowering",
+    "NetworkTerms",
+    "FieldRange",
+    "tiled_shard_dims",
+    "all_to_all_channels",
+]
+
+#: (lo, hi, unit) of one numeric workload field: ``validate.Range(lo, hi, unit)``
+FieldRange = tuple[float, float, str]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# --------------------------------------------------------------------------- records
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """How one global batch is executed: ``global_batch`` samples in micro-batches of
+    ``micro_batch``, ``dp`` data-parallel replicas, ``pp`` pipeline stages over ``layers``
+    layers (each graph execution is one layer of one micro-batch)."""
+
+    global_batch: int
+    micro_batch: int
+    dp: int
+    pp: int
+    layers: int
+
+    @property
+    def num_micro_batch(self) -> int:
+        """Micro-batches per pipeline, 0 when micro-batch x DP does not divide the batch."""
+        unit = self.micro_batch * self.dp
+        return self.global_batch // unit if self.global_batch % unit == 0 else 0
+
+    @property
+    def layers_per_stage(self) -> int:
+        return _ceil_div(self.layers, self.pp)
+
+
+#: the batch structure of a kind that runs its graph once per batch (HPL, FFT)
+SINGLE_RUN = Batch(global_batch=1, micro_batch=1, dp=1, pp=1, layers=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Lowering:
+    """What ``cost.lower.lower`` has settled when it asks a workload for its network and
+    memory terms (read-only)."""
+
+    spec: Spec
+    outer: Outer
+    quirks: Quirks
+    groups: Groups
+    batch: Batch
+    sharding: tuple[Dim, ...]  #: inter-chip sharding of every kernel (Dim.NO: replicated)
+    num_tile: int  #: T: tiles of the tiled dimension (1 unless the kind is ``tiled``)
+    dims: tuple[tuple[int, int, int], ...]  #: (sM, sK, sN) per kernel, per chip, per tile
+    structure: GraphStructure
+    chips_per_copy: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.outer.shape
+
+    @property
+    def word(self) -> int:
+        return self.spec.execution.word_bytes
+
+    def output_bytes(self, k: int) -> float:
+        """Bytes of kernel k's output per chip and tile: sM x sN words."""
+        return float(self.dims[k][0]) * self.dims[k][2] * self.word
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTerms:
+    """The network terms of one lowered problem (ns; ``docs/model.md``). ``None`` = all
+    zero. Per kernel: ``kernel_tile_ns`` (every tile), ``kernel_once_ns`` (once per
+    execution), ``channel_ns`` (n rows of 3 dimensions: all-to-all / grid traffic, combined by
+    max of sums), ``kernel_all_reduce`` (1: pays the all-reduce latency); per edge:
+    ``edge_tile_ns``, ``edge_all_reduce``; ``ar_latency_ns`` per all-reduce; ``p2p_ns``
+    pipeline point-to-point time per batch."""
+
+    kernel_tile_ns: list[float] | None = None
+    kernel_once_ns: list[float] | None = None
+    channel_ns: list[list[float]] | None = None
+    kernel_all_reduce: list[int] | None = None
+    edge_tile_ns: list[float] | None = None
+    edge_all_reduce: list[int] | None = None
+    ar_latency_ns: float = 0.0
+    p2p_ns: float = 0.0
+
+
+# --------------------------------------------------------------------------- shared rules
+def tiled_shard_dims(kernel: Kernel, choice: Dim, tp: int, t: int) -> tuple[int, int, int]:
+    """(sM, sK, sN) when the sharded dimension is cut TP ways and the tiled one T ways."""
+    rows, kk, nn = kernel.rows, (kernel.k if kernel.kind.has_k else 1), kernel.n
+
+    def dim_of(d: Dim) -> str:
+        return {Dim.OUTER: "m", Dim.M: "m", Dim.K: "k", Dim.N: "n"}.get(d, "")
+
+    sharded, tiled = dim_of(choice), dim_of(kernel.tiling)
+    out = []
+    for name, size in (("m", rows), ("k", kk), ("n", nn)):
+        div = (tp if sharded == name else 1) * (t if tiled == name else 1)
+        out.append(_ceil_div(size, div))
+    return out[0], out[1], out[2]
+
+
+def all_to_all_channels(ctx: Lowering, divisor: int) -> list[list[float]]:
+    """Per-kernel, per-dimension time of the all-to-all kernels: communication bytes /
+    ``divisor`` per chip, times each dimension's bisection factor (``network.a2a_factors``)."""
+    from dfsearch.codes import Collective
+    from dfsearch.cost import network
+
+    spec, chips = ctx.spec, ctx.chips_per_copy
+    fac = network.a2a_factors(spec.system, ctx.shape, chips, spec.execution.equations)
+    chan = [[0.0, 0.0, 0.0] for _ in spec.graph.kernels]
+    for i, k in enumerate(spec.graph.kernels):
+        if k.communication is Collective.ALL_TO_ALL and chips > 1:
+            per_chip = k.communication_bytes / divisor
+            for j, f in enumerate(fac):
+                chan[i][j] = per_chip * f
+    return chan
+
+
+# --------------------------------------------------------------------------- the contract
+@dataclass(frozen=True)
+class WorkloadModel(ABC):
+    """The rules of one workload kind. Subclasses set the class attributes and override
+    the hooks whose default does not fit; ``describe`` and ``dram`` have no default.
+
+    Class attributes
+    ----------------
+    kind : WorkloadKind
+        The registry key; ``kind.label`` is the TOML word (``kind = "llm"``).
+    spec_class : type
+        The frozen input dataclass (``[workload]``): keyword-only fields with TOML names and
+        a ``kind`` field (``init=False``) holding ``kind``.
+    field_ranges : Mapping[str, FieldRange]
+        Every numeric field: (lo, hi, unit) of ``validate.RANGES["workload.<field>"]``.
+    generators : tuple of str
+        Names in ``kernels.generators.GENERATORS`` that build this kind's graph.
+    generator_fields : Mapping[str, str]
+        Generator parameter -> workload field it defaults from, where the names differ.
+    shards_across_chips : bool
+        Whether the inter-chip sharding of the kernels is searched (``search/sharding.py``)
+        and the network shape's free sizes may be chosen.
+    tiled : bool
+        Whether the tiled dimension is cut into ``outer.num_tile`` tiles (else T = 1).
+    min_network_dims : int
+        Fewest network dimensions of a fixed-network kind; ``min_network_dims_reason`` ends
+        the message ("for an hpl workload (the process grid is X x Y)").
+    """
+
+    kind: ClassVar[WorkloadKind]
+    spec_class: ClassVar[type]
+    field_ranges: ClassVar[Mapping[str, FieldRange]] = MappingProxyType({})
+    generators: ClassVar[tuple[str, ...]] = ()
+    generator_fields: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    shards_across_chips: ClassVar[bool] = False
+    tiled: ClassVar[bool] = False
+    min_network_dims: ClassVar[int] = 1
+    min_network_dims_reason: ClassVar[str] = ""
+
+    # ------------------------------------------------------------------ outer choices
+    def searches_sharding(self, execution: Execution) -> bool:
+        """Whether the inter-chip sharding is searched (and lowered) for this execution."""
+        return self.shards_across_chips and not execution.skip_inter_chip_optimization
+
+    def only_shape(self, system: System, chips: int) -> tuple[int, ...] | None:
+        """The one network shape this kind always uses, or None: every factorisation of the
+        free sizes (``search.outer.shapes``)."""
+        return None
+
+    def tile_counts(self, spec: Spec) -> list[int]:
+        """Tile counts T searched, ascending."""
+        return [1]
+
+    def micro_batch_size(self, spec: Spec) -> int:
+        """The micro-batch size searched (not a search dimension: docs/model.md)."""
+        return 1
+
+    def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
+        """Infeasibility of the outer choices beyond the shape product (batch divisibility):
+        a status and its violation."""
+        return Status.OK, 0.0
+
+    # ------------------------------------------------------------------ lowering
+    def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
+        """Global batch, micro-batch, DP, PP and layers for these outer choices."""
+        return SINGLE_RUN
+
+    def shard_dims(
+        self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
+    ) -> tuple[int, int, int]:
+        """(sM, sK, sN): per-chip, per-tile dimensions of one kernel."""
+        return tiled_shard_dims(kernel, choice, tp, t)
+
+    def network(self, ctx: Lowering) -> NetworkTerms:
+        """Collective, channel and point-to-point times (default: no network traffic)."""
+        return NetworkTerms()
+
+    @abstractmethod
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+        """(fixed DRAM bytes per chip, multiplier of the live activation bytes), given the
+        total weight bytes of one layer's kernels and their ``dram_extra_bytes``."""
+
+    def checks_sram(self, execution: Execution) -> bool:
+        """Whether configurations are held to the SRAM capacity."""
+        return True
+
+    # ------------------------------------------------------------------ input and output
+    def issues(self, sink: IssueSink, workload: Any) -> None:
+        """The workload's own rules (default: every ranged field >= 1 and in its range)."""
+        for name, rng in self.field_ranges.items():
+            path = f"workload.{name}"
+            sink.ge(path, getattr(workload, name), 1)
+            sink.in_range(path, getattr(workload, name), rng)
+
+    def network_issues(self, sink: IssueSink, system: System, workload: Any) -> None:
+        """Rules that tie the network to the workload (default: a fixed-shape kind)."""
+        from dfsearch.validate import check_fixed_network
+
+        check_fixed_network(
+            sink, system, workload, self.min_network_dims, self.min_network_dims_reason
+        )
+
+    @abstractmethod
+    def describe(self, workload: Any) -> str:
+        """One line for the report (``workload  KIND: <this>``)."""
+

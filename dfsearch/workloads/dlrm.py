@@ -1,0 +1,106 @@
+"""DLRM: embedding tables spread over every chip of a fixed network, data-parallel over all
+of them, the embedding exchange as an all-to-all (docs/model.md, "DLRM and FFT
+all-to-all")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from dfsearch.codes import Collective, Equations, Status, WorkloadKind
+from dfsearch.workloads.base import (
+    Batch,
+    Lowering,
+    NetworkTerms,
+    WorkloadModel,
+    all_to_all_channels,
+)
+
+if TYPE_CHECKING:
+    from dfsearch.cost.lower import Outer
+    from dfsearch.cost.network import Groups
+    from dfsearch.spec import Execution, Spec
+
+__all__ = ["DLRMWorkload", "DLRM"]
+
+_P24, _P40 = 2**24, 2**40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DLRMWorkload:
+    num_table: int
+    emb_dim: int
+    row: int
+    global_batch_size: int
+    num_copy: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.DLRM, init=False)
+
+
+@dataclass(frozen=True)
+class DLRM(WorkloadModel):
+    """DLRM rules: DP = the chips of one copy, micro-batch 1, one layer; the tables' bytes
+    are fixed DRAM; the all-to-all carries communication bytes / chips per chip."""
+
+    kind = WorkloadKind.DLRM
+    spec_class = DLRMWorkload
+    field_ranges = MappingProxyType({
+        "num_table": (1, _P40, ""),
+        "emb_dim": (1, _P40, "elements"),
+        "row": (1, _P40, ""),
+        "global_batch_size": (1, _P40, ""),
+        "num_copy": (1, _P24, ""),
+    })
+    generators = ("dlrm",)
+
+    def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
+        """The global batch must divide by the chips of one copy (the DP degree)."""
+        gb = spec.workload.global_batch_size
+        chips = spec.system.num_chip // spec.num_copy
+        if gb % chips != 0:
+            return Status.DIVISIBILITY, float(gb % chips)
+        return Status.OK, 0.0
+
+    def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
+        chips = spec.system.num_chip // spec.num_copy
+        return Batch(
+            global_batch=spec.workload.global_batch_size, micro_batch=1, dp=chips, pp=1, layers=1
+        )
+
+    def network(self, ctx: Lowering) -> NetworkTerms:
+        """The all-to-all channels, and the periodic gradient all-reduce once per batch."""
+        from dfsearch.cost import network
+
+        spec, quirks = ctx.spec, ctx.quirks
+        legacy = spec.execution.equations is Equations.LEGACY
+        chan = all_to_all_channels(ctx, ctx.chips_per_copy)
+        once = [0.0] * len(spec.graph.kernels)
+        for i, k in enumerate(spec.graph.kernels):
+            if k.communication is not Collective.ALL_REDUCE_PERIODIC:
+                continue
+            by = ctx.output_bytes(i) / max(ctx.batch.num_micro_batch, 1)
+            if quirks.dlrm_arp_bytes_as_ns:
+                once[i] = by * (2.0 if legacy else 1.0)
+            else:
+                r = network.llm_ratios(
+                    spec.system, ctx.shape, separate_rs_ag_for_ar=False, quirks=quirks
+                )
+                once[i] = by * r.all_reduce_periodic
+        return NetworkTerms(kernel_once_ns=once, channel_ns=chan)
+
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+        """Weights and extra bytes as an LLM's, plus this chip's share of the tables."""
+        wl, lps = ctx.spec.workload, ctx.batch.layers_per_stage
+        table = wl.num_table * wl.row * wl.emb_dim * ctx.word / ctx.chips_per_copy
+        return lps * weight_bytes + lps * extra_bytes + table, float(ctx.batch.micro_batch)
+
+    def checks_sram(self, execution: Execution) -> bool:
+        """SRAM is checked, except with the v2 equations (they check it for LLMs only)."""
+        return execution.equations is not Equations.V2
+
+    def describe(self, workload: DLRMWorkload) -> str:
+        wl = workload
+        return (
+            f"{wl.num_table} tables x {wl.row} rows x {wl.emb_dim}, "
+            f"global batch {wl.global_batch_size}, {wl.num_copy} copies"
+        )

@@ -1,0 +1,80 @@
+"""HPL: an n x n LU factorisation in blocks of b on a fixed network seen as an X x Y process
+grid; its broadcast and row swaps use the links of dimensions 1 and 0 (docs/model.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from dfsearch.codes import Collective, Dim, WorkloadKind
+from dfsearch.workloads.base import Lowering, NetworkTerms, WorkloadModel
+
+if TYPE_CHECKING:
+    from dfsearch.spec import Execution, Kernel, Spec
+
+__all__ = ["HPLWorkload", "HPL"]
+
+_P24, _P40 = 2**24, 2**40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HPLWorkload:
+    n: int
+    b: int
+    num_copy: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.HPL, init=False)
+
+
+@dataclass(frozen=True)
+class HPL(WorkloadModel):
+    """HPL rules: one run per batch; M split X ways and K split Y ways over the process grid
+    (``network.hpl_grid``); the matrix is fixed DRAM; SRAM is not checked."""
+
+    kind = WorkloadKind.HPL
+    spec_class = HPLWorkload
+    field_ranges = MappingProxyType({
+        "n": (1, _P40, "elements"),
+        "b": (1, _P40, "elements"),
+        "num_copy": (1, _P24, ""),
+    })
+    generators = ("hpl",)
+    min_network_dims = 2
+    min_network_dims_reason = "for an hpl workload (the process grid is X x Y)"
+
+    def shard_dims(
+        self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
+    ) -> tuple[int, int, int]:
+        """ceil(rows / X), ceil(K / Y), N."""
+        from dfsearch.cost.network import hpl_grid
+
+        x, y = hpl_grid(shape)
+        kk = kernel.k if kernel.kind.has_k else 1
+        return -(-kernel.rows // x), -(-kk // y), kernel.n
+
+    def network(self, ctx: Lowering) -> NetworkTerms:
+        """The broadcast on dimension 1 (X > 1) and the point-to-point on dimension 0
+        (Y > 1), both communication bytes per chip of the grid line."""
+        from dfsearch.cost.network import hpl_grid
+
+        x, y = hpl_grid(ctx.shape)
+        bws = [d.link_bw_GBps for d in ctx.spec.system.network]
+        chan = [[0.0, 0.0, 0.0] for _ in ctx.spec.graph.kernels]
+        for i, k in enumerate(ctx.spec.graph.kernels):
+            if k.communication is Collective.BROADCAST and x > 1:
+                chan[i][1] = k.communication_bytes / x / bws[1]
+            if k.communication2 is Collective.POINT_TO_POINT and y > 1:
+                # DFModel reads communication_size here, not communication_size_2
+                chan[i][0] = k.communication_bytes / y / bws[0]
+        return NetworkTerms(channel_ns=chan)
+
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+        """This chip's share of the n x n matrix; no activations."""
+        wl = ctx.spec.workload
+        return wl.n * wl.n * ctx.word / ctx.chips_per_copy + extra_bytes, 0.0
+
+    def checks_sram(self, execution: Execution) -> bool:
+        return False
+
+    def describe(self, workload: HPLWorkload) -> str:
+        return f"n {workload.n}, block {workload.b}, {workload.num_copy} copies"

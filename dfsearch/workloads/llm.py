@@ -1,0 +1,215 @@
+"""LLM training and inference: a transformer layer, repeated ``num_layer`` times, run on a
+TP x PP x DP network whose free sizes, inter-chip sharding, tile count and micro-batch size
+are searched (docs/model.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from dfsearch.codes import Collective, Dim, Status, WorkloadKind
+from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
+
+if TYPE_CHECKING:
+    from dfsearch.cost.lower import Outer
+    from dfsearch.cost.network import Groups, LLMRatios
+    from dfsearch.spec import Spec, System
+    from dfsearch.validate import IssueSink
+
+__all__ = ["LLMWorkload", "LLM"]
+
+_P24, _P40 = 2**24, 2**40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMWorkload:
+    hidden_dim: int
+    head_dim: int
+    num_head: int
+    seq_len: int
+    num_layer: int
+    global_batch_size: int
+    micro_batch_size: int = 0  #: 0 = searched
+    tile_size: int = 0  #: 0 = searched
+    num_layer_in_graph: int = 1
+    kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
+
+
+@dataclass(frozen=True)
+class LLM(WorkloadModel):
+    """LLM rules: batch = global batch / (micro-batch x DP) micro-batches through PP stages
+    of ceil(num_layer / PP) layers; collectives at the TP degree, the gradient all-reduce at
+    the DP degree, activations sent between stages."""
+
+    kind = WorkloadKind.LLM
+    spec_class = LLMWorkload
+    field_ranges = MappingProxyType({
+        "hidden_dim": (1, _P24, "elements"),
+        "head_dim": (1, _P24, "elements"),
+        "num_head": (1, _P24, ""),
+        "seq_len": (1, 2**30, "tokens"),
+        "num_layer": (1, _P24, ""),
+        "global_batch_size": (1, _P40, ""),
+        "micro_batch_size": (1, _P40, ""),
+        "tile_size": (1, 2**30, "tokens"),
+    })
+    generators = ("llm", "llm-fwd", "llm-decode")
+    generator_fields = MappingProxyType({"hidden": "hidden_dim", "seq": "seq_len"})
+    shards_across_chips = True
+    tiled = True
+
+    # ------------------------------------------------------------------ outer choices
+    def only_shape(self, system: System, chips: int) -> tuple[int, ...] | None:
+        """A one-dimensional network always spans every chip."""
+        return (chips,) if len(system.network) == 1 else None
+
+    def tile_counts(self, spec: Spec) -> list[int]:
+        """ceil(seq_len / tile_size) when the tile size is fixed, else every divisor of
+        seq_len."""
+        from dfsearch.search.outer import divisors
+
+        wl = spec.workload
+        if wl.tile_size > 0:
+            return [-(-wl.seq_len // wl.tile_size)]
+        return divisors(wl.seq_len)
+
+    def micro_batch_size(self, spec: Spec) -> int:
+        """The spec's, or 1 (optimal whenever it divides the batch; docs/model.md)."""
+        mbs = spec.workload.micro_batch_size
+        return mbs if mbs > 0 else 1
+
+    def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
+        """The global batch must divide by micro-batch x DP."""
+        from dfsearch.cost.network import groups
+
+        gb = spec.workload.global_batch_size
+        unit = outer.micro_batch_size * groups(spec.system, outer.shape).dp
+        if outer.micro_batch_size < 1 or gb % unit != 0:
+            return Status.DIVISIBILITY, float(gb % max(unit, 1))
+        return Status.OK, 0.0
+
+    # ------------------------------------------------------------------ lowering
+    def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
+        wl = spec.workload
+        return Batch(
+            global_batch=wl.global_batch_size, micro_batch=outer.micro_batch_size,
+            dp=groups.dp, pp=groups.pp, layers=wl.num_layer,
+        )  # fmt: skip
+
+    def network(self, ctx: Lowering) -> NetworkTerms:
+        """Kernel collectives (the preset, or an all-reduce for a K-sharded kernel), edge
+        re-layouts, the all-reduce latency and the pipeline's point-to-point time."""
+        from dfsearch.cost import network
+
+        spec = ctx.spec
+        ex = spec.execution
+        r = network.llm_ratios(
+            spec.system, ctx.shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
+            quirks=ctx.quirks,
+        )  # fmt: skip
+        tile, once, ar = _kernel_collectives(ctx, r)
+        edges = _edge_relayouts(ctx, r) if self.searches_sharding(ex) else None
+        word = ctx.word
+        wl = spec.workload
+        p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if spec.graph.is_training else 0.0)
+        p2p *= ctx.batch.layers
+        return NetworkTerms(
+            kernel_tile_ns=tile, kernel_once_ns=once, kernel_all_reduce=ar, edge_tile_ns=edges,
+            ar_latency_ns=r.ar_latency, p2p_ns=p2p,
+        )  # fmt: skip
+
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+        """Each stage holds its layers' weights; activations scale with the micro-batch."""
+        lps = ctx.batch.layers_per_stage
+        return lps * weight_bytes + lps * extra_bytes, float(ctx.batch.micro_batch)
+
+    # ------------------------------------------------------------------ input and output
+    def issues(self, sink: IssueSink, workload: LLMWorkload) -> None:
+        w = workload
+        positive = ("hidden_dim", "head_dim", "num_head", "seq_len", "num_layer")
+        for f in (*positive, "global_batch_size"):
+            sink.ge(f"workload.{f}", getattr(w, f), 1)
+        for f in ("micro_batch_size", "tile_size"):
+            sink.ge(f"workload.{f}", getattr(w, f))
+        for f, rng in self.field_ranges.items():
+            sink.in_range(f"workload.{f}", getattr(w, f), rng)
+        if (
+            w.hidden_dim >= 1
+            and w.num_head >= 1
+            and w.head_dim >= 1
+            and w.num_head * w.head_dim != w.hidden_dim
+        ):
+            sink.add(
+                "workload.hidden_dim",
+                "must equal workload.num_head * workload.head_dim = "
+                f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
+                f"Got {w.hidden_dim} instead.",
+            )
+        if w.num_layer_in_graph < 1:
+            sink.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
+        elif w.num_layer_in_graph != 1:
+            sink.add(
+                "workload.num_layer_in_graph",
+                "must be 1: a graph holding several layers is not supported. "
+                f"Got {w.num_layer_in_graph} instead.",
+            )
+
+    def network_issues(self, sink: IssueSink, system: System, workload: LLMWorkload) -> None:
+        """Parallelism roles, sizes (free ones are searched) and the HBD rule."""
+        from dfsearch.validate import check_searched_network
+
+        check_searched_network(sink, system)
+
+    def describe(self, workload: LLMWorkload) -> str:
+        wl = workload
+        return (
+            f"hidden {wl.hidden_dim}, {wl.num_head} heads x {wl.head_dim}, seq {wl.seq_len}, "
+            f"{wl.num_layer} layers, global batch {wl.global_batch_size}"
+        )
+
+
+def _kernel_collectives(
+    ctx: Lowering, r: LLMRatios
+) -> tuple[list[float], list[float], list[int]]:
+    """Per-tile and once-per-execution collective time and the all-reduce flag of every
+    kernel."""
+    kernels = ctx.spec.graph.kernels
+    skip_ic = ctx.spec.execution.skip_inter_chip_optimization
+    nmb = ctx.batch.num_micro_batch
+    n = len(kernels)
+    tile, once, ar = [0.0] * n, [0.0] * n, [0] * n
+    for i, k in enumerate(kernels):
+        typ = k.communication
+        if typ is Collective.NONE and ctx.sharding[i] is Dim.K and not skip_ic:
+            typ = Collective.ALL_REDUCE
+        by = ctx.output_bytes(i)
+        if typ is Collective.ALL_REDUCE:
+            tile[i] = r.all_reduce * by
+            ar[i] = 1 if by > 0 else 0
+        elif typ is Collective.ALL_TO_ALL:
+            tile[i] = r.all_to_all * by
+        elif typ is Collective.ALL_GATHER:
+            tile[i] = r.all_gather * by
+        elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
+            once[i] = r.all_reduce_periodic * by / nmb
+    return tile, once, ar
+
+
+def _edge_relayouts(ctx: Lowering, r: LLMRatios) -> list[float]:
+    """Per-tile time of the collective that re-lays each edge's tensor out between the
+    producer's and the consumer's sharding."""
+    from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
+
+    kernels, st, sharding = ctx.spec.graph.kernels, ctx.structure, ctx.sharding
+    out = [0.0] * len(st.src)
+    for e, (s, d) in enumerate(zip(st.src, st.dst)):
+        up = upstream_layout(sharding[s])
+        down = downstream_layout(kernels[d], st.operand[e], sharding[d])
+        typ = relayout(up, down)
+        by = ctx.output_bytes(s)
+        if typ is Collective.ALL_GATHER:
+            out[e] = r.all_gather * by
+        elif typ is Collective.ALL_TO_ALL:
+            out[e] = r.all_to_all * by
+    return out
