@@ -5,6 +5,7 @@ from __future__ import annotations
 from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
+from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Graph, Spec
 from dfsearch.workloads import model_of
 
@@ -63,6 +64,7 @@ def describe_spec(spec: Spec) -> list[str]:
         + (f"compute_util {ex.compute_util:.4g}" if ex.compute_util else "cycle model")
         + f", word {ex.word_bytes} B, equations {ex.equations.label}",
     ]
+    lines += [f"WARNING   {w.render()}" for w in spec_warnings(spec)]
     return lines
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
+from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
 
 __all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
@@ -185,6 +186,7 @@ class RunResult:
             "stopped_by": self.search.stopped_by or None,
             "notes": list(self.search.notes),
         }
+        out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
         return out
 
 
