@@ -142,7 +142,6 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     from dfsearch.api import run as run_search
     from dfsearch.cost.lower import lower
     from dfsearch.search.exact import solve_exact
-    from dfsearch.search.outer import final_from_ii
     from dfsearch.search.strategies import assignment_strategy
 
     assignment_strategy("cp-sat")  # SolverUnavailableError before any work without OR-Tools
@@ -155,25 +154,11 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     h_ii = ev.all_config_ii_ns
     # CP-SAT takes seeds below 2**31; run seeds go up to 2**32 - 1
     ex = solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed % 2**31)
-
-    def final_s(ii: float | None) -> float | None:
-        if ii is None:
-            return None
-        if not math.isfinite(ii):
-            return ii
-        return final_from_ii(problem, ii) / 1e9
-
     _consistency(ex, h_ii, run.search.optimal)
     h_final = ev.final_s
-    exact_final = final_s(ex.value_ns)
-    bound_final = final_s(ex.bound_ns)
-    gap: float | None = None
-    kind: str | None = None
-    if ex.status == "optimal" and exact_final is not None and exact_final > 0:
-        # the heuristic may beat the re-scored optimum by at most the scaling slack
-        gap, kind = max(0.0, (h_final - exact_final) / exact_final), "vs_optimum"
-    elif bound_final is not None and math.isfinite(bound_final) and h_final > 0:
-        gap, kind = max(0.0, (h_final - bound_final) / h_final), "vs_bound"
+    exact_final = _final_s(problem, ex.value_ns)
+    bound_final = _final_s(problem, ex.bound_ns)
+    gap, kind = _gap(ex.status, h_final, exact_final, bound_final)
     return CheckResult(
         heuristic_final_s=h_final,
         heuristic_seconds=run.search.seconds,
@@ -188,6 +173,32 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
         gap=gap,
         gap_kind=kind,
     )
+
+
+def _final_s(problem, ii: float | None) -> float | None:
+    """final_s of the outer choices of ``problem`` for a sum of IIs ``ii`` (None and inf
+    pass through)."""
+    from dfsearch.search.outer import final_from_ii
+
+    if ii is None:
+        return None
+    if not math.isfinite(ii):
+        return ii
+    return final_from_ii(problem, ii) / 1e9
+
+
+def _gap(
+    exact_status: str, h_final: float, exact_final: float | None, bound_final: float | None
+) -> tuple[float | None, str | None]:
+    """(gap, kind) of the heuristic's final_s: against the proven optimum ("vs_optimum"),
+    else against the proven lower bound ("vs_bound", an upper bound on the true gap), else
+    (None, None)."""
+    if exact_status == "optimal" and exact_final is not None and exact_final > 0:
+        # the heuristic may beat the re-scored optimum by at most the scaling slack
+        return max(0.0, (h_final - exact_final) / exact_final), "vs_optimum"
+    if bound_final is not None and math.isfinite(bound_final) and h_final > 0:
+        return max(0.0, (h_final - bound_final) / h_final), "vs_bound"
+    return None, None
 
 
 def _consistency(ex: ExactResult, h_ii: float, h_proven: bool | None) -> None:

@@ -234,7 +234,6 @@ def run(
     prove optimality can make a run OPTIMAL."""
     from dfsearch import api
     from dfsearch.errors import SolverUnavailableError
-    from dfsearch.report import format_run
 
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
@@ -257,6 +256,14 @@ def run(
         typer.echo(str(exc), err=True)
         interrupted = exc.result is not None and exc.result.status is RunStatus.INTERRUPTED
         raise typer.Exit(130 if interrupted else 1) from None
+    _write_run(result, path, json_out, mapping_out)
+
+
+def _write_run(result, path: Path, json_out: str | None, mapping_out: Path | None) -> None:
+    """The outputs of ``run``: the report (unless the JSON goes to stdout), the JSON, the
+    mapping file; exit code 130 after Ctrl-C."""
+    from dfsearch.report import format_run
+
     if json_out != "-":
         typer.echo(format_run(result, title=f"dfsearch {__version__}: {path}"))
     if json_out:

@@ -6,25 +6,113 @@ folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). When none is writable 
 install and no writable home), the function is compiled in every process instead: slower to
 start, same results. No eager signatures, no fastmath (infeasibility is signalled with inf,
 which fastmath may assume away). The GIL is kept: the long searches step into object mode
-now and then to read the clock and let a pending Ctrl-C handler run. Importing this module imports numba: only jitted modules
-import it.
+now and then to read the clock and let a pending Ctrl-C handler run. Importing this module
+imports numba: only jitted modules import it.
+
+Numba keys its cache on the compiled function's own bytecode and source file, but compiled
+code also holds what it calls or reads elsewhere: jitted helpers of another module (inlined),
+enum values and module constants, frozen at compile time. So the key of every cached
+function here also holds ``source_digest()``: a hash of every module that defines jitted
+functions and of every dfsearch module they import (``jitted_sources``). Changing any of
+them compiles afresh; the digest is computed once, on the first compilation or cache load.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numba
+from numba.core.caching import FunctionCache
 
-__all__ = ["jit"]
+__all__ = ["jit", "jitted_sources", "source_digest"]
+
+#: the dfsearch package folder
+PACKAGE = Path(__file__).absolute().parents[1]
 
 
-def jit(func: Callable[..., Any]) -> Any:
-    """Compile ``func`` in nopython mode, cached on disk when possible."""
+def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
+    """Compile ``func`` in nopython mode, cached on disk when possible.
+
+    ``@jit(step=True)``: a step of a hot loop, split out to be read on its own. It is always
+    inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without Numba's
+    reference counting, so it may only index the arrays it is given and must allocate, keep
+    and return none (Numba refuses an allocation there when it compiles). With counting,
+    every array a call passes (a record of arrays counts each one) is counted up and down
+    with atomic operations, which cost more than a small step: the evaluator split into
+    counted steps ran 2-4x slower, also with Numba's own ``inline="always"``, whose
+    argument copies are counted too.
+    """
+    if func is None:
+        return functools.partial(jit, step=step)
+    # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
+    # unset, so a helper would otherwise compile differently depending on who calls it first
+    options = {"_nrt": not step, "forceinline": step}
+    dispatcher = numba.njit(cache=False, **options)(func)
     try:
-        return numba.njit(cache=True)(func)
+        dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
-        return numba.njit(cache=False)(func)
+    return dispatcher
+
+
+class _SourceKeyedCache(FunctionCache):
+    """Numba's on-disk cache of one function, keyed also on ``source_digest()``."""
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        return (*super()._index_key(sig, codegen), source_digest())
+
+
+@functools.cache
+def source_digest(package: Path = PACKAGE) -> str:
+    """SHA-256 of the contents of ``jitted_sources(package)`` (with their relative paths)."""
+    h = hashlib.sha256()
+    for path in jitted_sources(package):
+        h.update(path.relative_to(package).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def jitted_sources(package: Path = PACKAGE) -> list[Path]:
+    """The modules of ``package`` (the dfsearch folder) that compiled code depends on: those
+    that import this module (they define jitted functions) and every module of the package
+    they import at module level, sorted."""
+    found: set[Path] = set()
+    for path in package.rglob("*.py"):
+        text = path.read_bytes()
+        if b"_jit" not in text:  # cheap pre-filter: most modules never mention it
+            continue
+        imported = _package_imports(ast.parse(text, str(path)), package)
+        if package / "cost" / "_jit.py" in imported:
+            found.add(path)
+            found.update(imported)
+    return sorted(found)
+
+
+def _package_imports(tree: ast.Module, package: Path) -> set[Path]:
+    """Files of ``package`` (``dfsearch``) imported by the module-level statements of
+    ``tree``: ``import dfsearch.a.b``, ``from dfsearch.a import b`` (b a module or a name)."""
+    out: set[Path] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != package.name:
+                continue
+            base = package.joinpath(*parts[1:])
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    out.add(candidate)
+    return out

@@ -187,276 +187,345 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
     return lo, Status.OK, budget - free + nfree
 
 
+# --------------------------------------------------------------------------- whole assignments
+# One row = one assignment, evaluated by ``_eval_row`` in the order of docs/model.md: the
+# rules of the assignment and the per-configuration sums (kernels, weights, edges), the SRAM,
+# DRAM and core capacities, then the compute, memory and network times and the II. Each step
+# that can reject the row writes ``res[ResultSlot.VIOLATION]`` and returns its ``Status``; the
+# steps share the per-configuration work arrays of ``_Scratch``. They are ``jit(step=True)``:
+# inlined and free of reference counting, so the split costs no throughput (cost/_jit.py).
+# ``set_cost`` below computes the same terms for one configuration, added in the same order.
 @jit
 def _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
                violations, scratch):  # fmt: skip
-    """Evaluate every row of ``configs``; the full outputs (cfg, res, cores, weight tiling)
-    are those of the last row. The loop body is the model: no per-row call (a call with this
-    many array arguments would cost more than the evaluation itself)."""
-    cnt, start, members, fill = scratch.cnt, scratch.start, scratch.members, scratch.fill
-    net_t, net_1, chan, arcnt = scratch.net_t, scratch.net_1, scratch.chan, scratch.arcnt
-    memb, memk, act = scratch.memb, scratch.memk, scratch.act
-    div, ndiv, numin, nset, nunset = (
-        scratch.div, scratch.ndiv, scratch.numin, scratch.nset, scratch.nunset
-    )  # fmt: skip
-    n = configs.shape[1]
-    ne = et.src.shape[0]
-    nc = cn.num_config
+    """Evaluate every row of ``configs``: final_ns (inf when infeasible), status and violated
+    amount per row. The full outputs (cfg, res, cores, weight tiling) are those of the last
+    row."""
+    for i in range(configs.shape[0]):
+        status = _eval_row(kt, et, cn, configs[i], pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf,
+                           scratch)  # fmt: skip
+        statuses[i] = status
+        violations[i] = res[ResultSlot.VIOLATION]
+        finals[i] = res[ResultSlot.FINAL] if status == Status.OK else np.inf
+
+
+@jit(step=True)
+def _eval_row(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, s):
+    """Evaluate one assignment ``config`` into ``cfg`` / ``res`` / ``k_pl`` / ``k_ps`` /
+    ``k_tf``; returns its ``Status`` (the first rule or capacity it breaks, else OK)."""
+    _reset_row(cn.num_config, cfg, res, s)
+    status = _kernel_pass(kt, cn, config, cfg, res, k_pl, k_ps, k_tf, s)
+    if status != Status.OK:
+        return status
+    _weight_pass(kt, config, cfg, s)
+    status = _edge_pass(kt, et, config, cfg, res, s)
+    if status != Status.OK:
+        return status
+    status = _num_input_rule(cn, res, s)
+    if status != Status.OK:
+        return status
+    status = _sram_fit(kt, et, cn, config, cfg, res, k_tf, s)
+    if status != Status.OK:
+        return status
+    status = _dram_fit(cn, cfg, res, s)
+    if status != Status.OK:
+        return status
+    if cn.cycle_model:
+        status = _cycle_compute(kt, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, s)
+    else:
+        status = _flop_compute(cn, cfg, res, s)
+    if status != Status.OK:
+        return status
+    _times_and_totals(cn, cfg, res, s)
+    return Status.OK
+
+
+@jit(step=True)
+def _reset_row(nc, cfg, res, s):
+    """Zero the outputs and the per-configuration sums before a row."""
+    for j in range(NUM_RES):
+        res[j] = 0.0
+    for c in range(nc):
+        s.cnt[c] = 0
+        s.net_t[c] = 0.0
+        s.net_1[c] = 0.0
+        s.chan[c, 0] = 0.0
+        s.chan[c, 1] = 0.0
+        s.chan[c, 2] = 0.0
+        s.arcnt[c] = 0
+        s.memb[c] = 0.0
+        s.memk[c] = 0.0
+        s.act[c] = 0.0
+        s.div[c] = 0.0
+        s.ndiv[c] = 0
+        s.numin[c] = 1
+        s.nset[c] = 0
+        s.nunset[c] = 0
+        for j in range(NUM_CFG):
+            cfg[c, j] = 0.0
+    s.act[nc] = 0.0
+
+
+@jit(step=True)
+def _kernel_pass(kt, cn, config, cfg, res, k_pl, k_ps, k_tf, s):
+    """One pass over the kernels: the rules of the assignment (configuration in range, kernel
+    by kernel, pins, FWD/BWD split; Status.CONFIG) and the per-configuration kernel sums
+    (members, per-tile compute ns, network ns, all-reduces and, when some kernel has them,
+    extra SRAM, per-execution network, channel and memory terms, num_input)."""
     fixed = cn.fixed_config
     fb = cn.fb_rule
     fb_f = cn.fb_last_fwd
     fb_b = cn.fb_first_bwd
     sparse = cn.sparse
-    weights = np.empty(n, np.int64)
-    nw = 0
-    for k in range(n):
-        if kt.is_weight[k] == 1:
-            weights[nw] = k
-            nw += 1
-    for i in range(configs.shape[0]):
-        config = configs[i]
-        status = Status.OK
-        while True:
-            for j in range(NUM_RES):
-                res[j] = 0.0
-            for c in range(nc):
-                cnt[c] = 0
-                net_t[c] = 0.0
-                net_1[c] = 0.0
-                chan[c, 0] = 0.0
-                chan[c, 1] = 0.0
-                chan[c, 2] = 0.0
-                arcnt[c] = 0
-                memb[c] = 0.0
-                memk[c] = 0.0
-                act[c] = 0.0
-                div[c] = 0.0
-                ndiv[c] = 0
-                numin[c] = 1
-                nset[c] = 0
-                nunset[c] = 0
-                for j in range(NUM_CFG):
-                    cfg[c, j] = 0.0
-            act[nc] = 0.0
-            # ---- one pass over kernels: rules of the assignment and per-config sums
-            for k in range(n):
-                c = config[k]
-                k_pl[k] = 1
-                k_ps[k] = 1
-                k_tf[k] = 1
-                if c < 0 or c >= nc:
-                    res[ResultSlot.VIOLATION] = c
-                    status = Status.CONFIG
-                    break
-                if fixed and c != k:
-                    res[ResultSlot.VIOLATION] = c - k
-                    status = Status.CONFIG
-                    break
-                if kt.pin[k] >= 0 and c != kt.pin[k]:
-                    res[ResultSlot.VIOLATION] = c - kt.pin[k]
-                    status = Status.CONFIG
-                    break
-                if fb:
-                    if kt.phase[k] == Phase.FWD and c > fb_f:
-                        res[ResultSlot.VIOLATION] = c - fb_f
-                        status = Status.CONFIG
-                        break
-                    if kt.phase[k] == Phase.BWD and c < fb_b:
-                        res[ResultSlot.VIOLATION] = fb_b - c
-                        status = Status.CONFIG
-                        break
-                cnt[c] += 1
-                cfg[c, ConfigCol.COMPUTE] += kt.compute_ns[k]
-                net_t[c] += kt.net_tile_ns[k]
-                arcnt[c] += kt.all_reduce[k]
-                if sparse:
-                    cfg[c, ConfigCol.SRAM] += kt.sram_extra[k]
-                    net_1[c] += kt.net_once_ns[k]
-                    chan[c, 0] += kt.channel_ns[k, 0]
-                    chan[c, 1] += kt.channel_ns[k, 1]
-                    chan[c, 2] += kt.channel_ns[k, 2]
-                    memk[c] += kt.memory_bytes[k]
-                    if kt.num_input[k] > 0:
-                        nset[c] += 1
-                        if kt.num_input[k] > numin[c]:
-                            numin[c] = kt.num_input[k]
-                    else:
-                        nunset[c] += 1
-            if status != Status.OK:
-                break
-            # weights: a weight kernel alone in its configuration may tile them (docs/model.md)
-            for j in range(nw):
-                k = weights[j]
-                c = config[k]
-                if cnt[c] == 1:
-                    if kt.weight_sram[k] > 0.0:
-                        div[c] += kt.weight_sram[k]
-                        ndiv[c] += 1
-                else:
-                    cfg[c, ConfigCol.SRAM] += kt.weight_sram[k]
-            # ---- one pass over edges: order, collectives, SRAM, DRAM traffic and lifetime
-            for e in range(ne):
-                s = et.src[e]
-                cs = config[s]
-                cd = config[et.dst[e]]
-                if cs > cd:
-                    res[ResultSlot.VIOLATION] = cs - cd
-                    status = Status.ORDER
-                    break
-                net_t[cs] += et.net_tile_ns[e]
-                arcnt[cs] += et.all_reduce[e]
-                if cs == cd:
-                    cfg[cs, ConfigCol.SRAM] += et.sram_bytes[e] * et.sram_depth[e]
-                else:
-                    b = et.buffer_bytes[e]
-                    memb[cs] += b
-                    memb[cd] += b
-                    act[cs] += b
-                    act[cd + 1] -= b
-                    fp = 2.0 * et.sram_bytes[e]
-                    if kt.is_weight[s] == 1 and cnt[cs] == 1:
-                        if fp > 0.0:
-                            div[cs] += fp
-                            div[cd] += fp
-                            ndiv[cs] += 1
-                            ndiv[cd] += 1
-                    else:
-                        cfg[cs, ConfigCol.SRAM] += fp
-                        cfg[cd, ConfigCol.SRAM] += fp
-            if status != Status.OK:
-                break
-            if cn.num_input_mixed:
-                for c in range(nc):
-                    if nset[c] > 0 and nunset[c] > 0:
-                        res[ResultSlot.VIOLATION] = c
-                        status = Status.CONFIG
-                        break
-            if status != Status.OK:
-                break
-            # ---- SRAM capacity, with weight tiling only where it is needed
-            if cn.sram_check:
-                cap = cn.sram_cap
-                worst = 0.0
-                bad = False
-                tiling = False
-                for c in range(nc):
-                    over = cfg[c, ConfigCol.SRAM] - cap
-                    if over > 0.0 or (div[c] > 0.0 and over >= 0.0):
-                        if over + div[c] > worst:
-                            worst = over + div[c]
-                        bad = True
-                    elif over + div[c] > 0.0:
-                        tiling = True
-                if bad:
-                    res[ResultSlot.VIOLATION] = worst
-                    status = Status.SRAM
-                    break
-                if tiling:
-                    _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, cn.tf_divides, k_tf)
-                    # v2: no divisor of the weight bytes may be large enough
-                    for c in range(nc):  # tolerance: a tiled sum may hit the cap exactly
-                        if cfg[c, ConfigCol.SRAM] - cap > max(worst, 1e-9 * cap):
-                            worst = cfg[c, ConfigCol.SRAM] - cap
-                            bad = True
-                    if bad:
-                        res[ResultSlot.VIOLATION] = worst
-                        status = Status.SRAM
-                        break
-                else:
-                    for c in range(nc):
-                        cfg[c, ConfigCol.SRAM] += div[c]
+    nc = cn.num_config
+    for k in range(config.shape[0]):
+        c = config[k]
+        k_pl[k] = 1
+        k_ps[k] = 1
+        k_tf[k] = 1
+        if c < 0 or c >= nc:
+            res[ResultSlot.VIOLATION] = c
+            return Status.CONFIG
+        if fixed and c != k:
+            res[ResultSlot.VIOLATION] = c - k
+            return Status.CONFIG
+        if kt.pin[k] >= 0 and c != kt.pin[k]:
+            res[ResultSlot.VIOLATION] = c - kt.pin[k]
+            return Status.CONFIG
+        if fb:
+            if kt.phase[k] == Phase.FWD and c > fb_f:
+                res[ResultSlot.VIOLATION] = c - fb_f
+                return Status.CONFIG
+            if kt.phase[k] == Phase.BWD and c < fb_b:
+                res[ResultSlot.VIOLATION] = fb_b - c
+                return Status.CONFIG
+        s.cnt[c] += 1
+        cfg[c, ConfigCol.COMPUTE] += kt.compute_ns[k]
+        s.net_t[c] += kt.net_tile_ns[k]
+        s.arcnt[c] += kt.all_reduce[k]
+        if sparse:
+            cfg[c, ConfigCol.SRAM] += kt.sram_extra[k]
+            s.net_1[c] += kt.net_once_ns[k]
+            s.chan[c, 0] += kt.channel_ns[k, 0]
+            s.chan[c, 1] += kt.channel_ns[k, 1]
+            s.chan[c, 2] += kt.channel_ns[k, 2]
+            s.memk[c] += kt.memory_bytes[k]
+            if kt.num_input[k] > 0:
+                s.nset[c] += 1
+                if kt.num_input[k] > s.numin[c]:
+                    s.numin[c] = kt.num_input[k]
             else:
-                for c in range(nc):
-                    cfg[c, ConfigCol.SRAM] += div[c]
-            # ---- DRAM capacity: weights x layers per stage + the widest live activations
-            per_tiles = cn.per_config_tiles
-            t_all = float(cn.num_tile)
-            peak = 0.0
-            run = 0.0
-            for c in range(nc):
-                tcc = 1.0 if (per_tiles and nset[c] > 0) else t_all
-                cfg[c, ConfigCol.TILES] = tcc
-                run += act[c]
-                live = run * tcc
-                if live > peak:
-                    peak = live
-            total = cn.dram_fixed + cn.dram_act_mult * peak
-            res[ResultSlot.DRAM] = total
-            cap1 = cn.dram_cap
-            bw = cn.dram_bw
-            cap2 = cn.dram2_cap
-            if cap2 > 0.0:
-                if total > cap1:
-                    if total > cap1 + cap2:
-                        res[ResultSlot.VIOLATION] = total - cap1 - cap2
-                        status = Status.DRAM
-                        break
-                    bw = (cap1 * cn.dram_bw + cap2 * cn.dram2_bw) / (cap1 + cap2)
-            elif total > cap1:
-                res[ResultSlot.VIOLATION] = total - cap1
-                status = Status.DRAM
-                break
-            res[ResultSlot.DRAM_BW] = bw
-            # ---- compute
-            freq = cn.freq_GHz
-            cores = cn.cores
-            if cn.cycle_model:
-                pos = 0
-                for c in range(nc):
-                    start[c] = pos
-                    fill[c] = pos
-                    pos += cnt[c]
-                start[nc] = pos
-                for k in range(n):
-                    c = config[k]
-                    members[fill[c]] = k
-                    fill[c] += 1
-                for c in range(nc):
-                    if cnt[c] == 0:
-                        continue
-                    cyc, st, need = _allocate(
-                        members, start[c], start[c + 1], kt.a, kt.b, kt.z, cores, pl_in, ps_in,
-                        k_pl, k_ps,
-                    )  # fmt: skip
-                    if st != Status.OK:
-                        res[ResultSlot.VIOLATION] = need - cores
-                        status = Status.CORES
-                        break
-                    cfg[c, ConfigCol.CYCLES] = cyc
-                    cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cyc / freq
+                s.nunset[c] += 1
+    return Status.OK
+
+
+@jit(step=True)
+def _weight_pass(kt, config, cfg, s):
+    """Weight bytes in SRAM: a weight kernel alone in its configuration may tile them (they
+    go to the divisible sums ``div`` / ``ndiv``, docs/model.md), any other counts in full."""
+    for j in range(s.weights.shape[0]):
+        k = s.weights[j]
+        c = config[k]
+        if s.cnt[c] == 1:
+            if kt.weight_sram[k] > 0.0:
+                s.div[c] += kt.weight_sram[k]
+                s.ndiv[c] += 1
+        else:
+            cfg[c, ConfigCol.SRAM] += kt.weight_sram[k]
+
+
+@jit(step=True)
+def _edge_pass(kt, et, config, cfg, res, s):
+    """One pass over the edges: the order rule (Config(src) <= Config(dst); Status.ORDER),
+    re-layout collectives in the source's configuration, and the buffers: on chip (bytes x
+    depth in SRAM) or spilled (DRAM traffic in both configurations, the two-buffer SRAM
+    footprint, divisible when the producer is a lone weight kernel, live activation bytes
+    from the source's to the destination's configuration as a difference array)."""
+    for e in range(et.src.shape[0]):
+        src = et.src[e]
+        cs = config[src]
+        cd = config[et.dst[e]]
+        if cs > cd:
+            res[ResultSlot.VIOLATION] = cs - cd
+            return Status.ORDER
+        s.net_t[cs] += et.net_tile_ns[e]
+        s.arcnt[cs] += et.all_reduce[e]
+        if cs == cd:
+            cfg[cs, ConfigCol.SRAM] += et.sram_bytes[e] * et.sram_depth[e]
+        else:
+            b = et.buffer_bytes[e]
+            s.memb[cs] += b
+            s.memb[cd] += b
+            s.act[cs] += b
+            s.act[cd + 1] -= b
+            fp = 2.0 * et.sram_bytes[e]
+            if kt.is_weight[src] == 1 and s.cnt[cs] == 1:
+                if fp > 0.0:
+                    s.div[cs] += fp
+                    s.div[cd] += fp
+                    s.ndiv[cs] += 1
+                    s.ndiv[cd] += 1
             else:
-                for c in range(nc):
-                    if cnt[c] > cores:
-                        res[ResultSlot.VIOLATION] = cnt[c] - cores
-                        status = Status.CORES
-                        break
-                    cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cfg[c, ConfigCol.COMPUTE]
-            if status != Status.OK:
-                break
-            # ---- memory, network, II
-            all_ii = 0.0
-            lat = cn.ar_latency_ns
-            for c in range(nc):
-                tcc = cfg[c, ConfigCol.TILES]
-                tm = (tcc * memb[c] + memk[c]) / bw
-                ch = max(chan[c, 0], chan[c, 1], chan[c, 2])
-                tn = tcc * net_t[c] + net_1[c] + ch + lat * arcnt[c]
-                ii = combine_overlap(cfg[c, ConfigCol.COMPUTE], tm, tn, cn.overlap)
-                if cn.ii_num_input:
-                    ii *= numin[c]
-                cfg[c, ConfigCol.MEMORY] = tm
-                cfg[c, ConfigCol.NETWORK] = tn
-                cfg[c, ConfigCol.II] = ii
-                all_ii += ii
-            batch = all_ii * cn.batch_mult + cn.p2p_ns
-            res[ResultSlot.ALL_II] = all_ii
-            res[ResultSlot.BATCH] = batch
-            res[ResultSlot.FINAL] = batch / cn.num_copy
-            status = Status.OK
-            break
-        statuses[i] = status
-        violations[i] = res[ResultSlot.VIOLATION]
-        finals[i] = res[ResultSlot.FINAL] if status == Status.OK else np.inf
+                cfg[cs, ConfigCol.SRAM] += fp
+                cfg[cd, ConfigCol.SRAM] += fp
+    return Status.OK
+
+
+@jit(step=True)
+def _num_input_rule(cn, res, s):
+    """When some kernels set num_input and some do not, no configuration mixes the two
+    (Status.CONFIG, violation: the first such configuration)."""
+    if cn.num_input_mixed:
+        for c in range(cn.num_config):
+            if s.nset[c] > 0 and s.nunset[c] > 0:
+                res[ResultSlot.VIOLATION] = c
+                return Status.CONFIG
+    return Status.OK
+
+
+@jit(step=True)
+def _sram_fit(kt, et, cn, config, cfg, res, k_tf, s):
+    """SRAM capacity, with weight tiling only where it is needed; adds the (tiled) divisible
+    bytes to ``cfg[:, SRAM]``. Status.SRAM with the largest excess in bytes when even the
+    untiled rest overflows, or (v2) when no divisor of the weight bytes is large enough."""
+    nc = cn.num_config
+    if not cn.sram_check:
+        for c in range(nc):
+            cfg[c, ConfigCol.SRAM] += s.div[c]
+        return Status.OK
+    cap = cn.sram_cap
+    worst = 0.0
+    bad = False
+    tiling = False
+    for c in range(nc):
+        over = cfg[c, ConfigCol.SRAM] - cap
+        if over > 0.0 or (s.div[c] > 0.0 and over >= 0.0):
+            if over + s.div[c] > worst:
+                worst = over + s.div[c]
+            bad = True
+        elif over + s.div[c] > 0.0:
+            tiling = True
+    if bad:
+        res[ResultSlot.VIOLATION] = worst
+        return Status.SRAM
+    if not tiling:
+        for c in range(nc):
+            cfg[c, ConfigCol.SRAM] += s.div[c]
+        return Status.OK
+    _weight_tiling(config, s.cnt, kt, et, cfg, s.div, s.ndiv, cap, cn.tf_divides, k_tf)
+    # v2: no divisor of the weight bytes may be large enough
+    for c in range(nc):  # tolerance: a tiled sum may hit the cap exactly
+        if cfg[c, ConfigCol.SRAM] - cap > max(worst, 1e-9 * cap):
+            worst = cfg[c, ConfigCol.SRAM] - cap
+            bad = True
+    if bad:
+        res[ResultSlot.VIOLATION] = worst
+        return Status.SRAM
+    return Status.OK
+
+
+@jit(step=True)
+def _dram_fit(cn, cfg, res, s):
+    """Tiles per configuration (``cfg[:, TILES]``), the DRAM bytes (weights x layers per
+    stage + the widest live activations) and the bandwidth in effect (the second tier's
+    blend when the first overflows). Status.DRAM with the excess in bytes."""
+    per_tiles = cn.per_config_tiles
+    t_all = float(cn.num_tile)
+    peak = 0.0
+    run = 0.0
+    for c in range(cn.num_config):
+        tcc = 1.0 if (per_tiles and s.nset[c] > 0) else t_all
+        cfg[c, ConfigCol.TILES] = tcc
+        run += s.act[c]
+        live = run * tcc
+        if live > peak:
+            peak = live
+    total = cn.dram_fixed + cn.dram_act_mult * peak
+    res[ResultSlot.DRAM] = total
+    cap1 = cn.dram_cap
+    bw = cn.dram_bw
+    cap2 = cn.dram2_cap
+    if cap2 > 0.0:
+        if total > cap1:
+            if total > cap1 + cap2:
+                res[ResultSlot.VIOLATION] = total - cap1 - cap2
+                return Status.DRAM
+            bw = (cap1 * cn.dram_bw + cap2 * cn.dram2_bw) / (cap1 + cap2)
+    elif total > cap1:
+        res[ResultSlot.VIOLATION] = total - cap1
+        return Status.DRAM
+    res[ResultSlot.DRAM_BW] = bw
+    return Status.OK
+
+
+@jit(step=True)
+def _cycle_compute(kt, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, s):
+    """Cycle model: group the kernels by configuration, allocate each configuration's cores
+    optimally (``_allocate``), compute ns = T_c x slowest cycles / frequency. Status.CORES
+    with the shortfall of cores."""
+    nc = cn.num_config
+    cores = cn.cores
+    pos = 0
+    for c in range(nc):
+        s.start[c] = pos
+        s.fill[c] = pos
+        pos += s.cnt[c]
+    s.start[nc] = pos
+    for k in range(config.shape[0]):
+        c = config[k]
+        s.members[s.fill[c]] = k
+        s.fill[c] += 1
+    for c in range(nc):
+        if s.cnt[c] == 0:
+            continue
+        cyc, st, need = _allocate(
+            s.members, s.start[c], s.start[c + 1], kt.a, kt.b, kt.z, cores, pl_in, ps_in,
+            k_pl, k_ps,
+        )  # fmt: skip
+        if st != Status.OK:
+            res[ResultSlot.VIOLATION] = need - cores
+            return Status.CORES
+        cfg[c, ConfigCol.CYCLES] = cyc
+        cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cyc / cn.freq_GHz
+    return Status.OK
+
+
+@jit(step=True)
+def _flop_compute(cn, cfg, res, s):
+    """FLOP model: compute ns = T_c x the summed per-tile times; one core per kernel at the
+    least (Status.CORES with the shortfall)."""
+    cores = cn.cores
+    for c in range(cn.num_config):
+        if s.cnt[c] > cores:
+            res[ResultSlot.VIOLATION] = s.cnt[c] - cores
+            return Status.CORES
+        cfg[c, ConfigCol.COMPUTE] = cfg[c, ConfigCol.TILES] * cfg[c, ConfigCol.COMPUTE]
+    return Status.OK
+
+
+@jit(step=True)
+def _times_and_totals(cn, cfg, res, s):
+    """Memory and network ns and the II of every configuration (``combine_overlap``, x the
+    largest num_input in v2), then the sum of IIs, ns_per_batch and final_ns."""
+    all_ii = 0.0
+    lat = cn.ar_latency_ns
+    bw = res[ResultSlot.DRAM_BW]
+    for c in range(cn.num_config):
+        tcc = cfg[c, ConfigCol.TILES]
+        tm = (tcc * s.memb[c] + s.memk[c]) / bw
+        ch = max(s.chan[c, 0], s.chan[c, 1], s.chan[c, 2])
+        tn = tcc * s.net_t[c] + s.net_1[c] + ch + lat * s.arcnt[c]
+        ii = combine_overlap(cfg[c, ConfigCol.COMPUTE], tm, tn, cn.overlap)
+        if cn.ii_num_input:
+            ii *= s.numin[c]
+        cfg[c, ConfigCol.MEMORY] = tm
+        cfg[c, ConfigCol.NETWORK] = tn
+        cfg[c, ConfigCol.II] = ii
+        all_ii += ii
+    batch = all_ii * cn.batch_mult + cn.p2p_ns
+    res[ResultSlot.ALL_II] = all_ii
+    res[ResultSlot.BATCH] = batch
+    res[ResultSlot.FINAL] = batch / cn.num_copy
 
 
 @jit
@@ -514,8 +583,10 @@ def _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, divides, k_tf):
 
 
 class _Scratch(NamedTuple):
-    """Per-configuration work arrays of ``_eval_rows`` (allocated once per batch)."""
+    """Work arrays of ``_eval_rows`` (allocated once per batch): the weight kernels and the
+    per-configuration sums of one row."""
 
+    weights: np.ndarray  #: int64 (W), the weight kernels (is_weight = 1) in kernel order
     cnt: np.ndarray  #: int64 (C + 1), kernels per configuration
     start: np.ndarray  #: int64 (C + 1), first slot of each configuration in ``members``
     members: np.ndarray  #: int64 (n), kernels grouped by configuration
@@ -535,9 +606,22 @@ class _Scratch(NamedTuple):
 
 
 @jit
-def _scratch(n, nc):
+def _scratch(kt, nc):
+    """Fresh ``_Scratch`` for a problem with kernel table ``kt`` and ``nc`` configurations."""
+    n = kt.is_weight.shape[0]
+    nw = 0
+    for k in range(n):
+        if kt.is_weight[k] == 1:
+            nw += 1
+    weights = np.empty(nw, np.int64)
+    nw = 0
+    for k in range(n):
+        if kt.is_weight[k] == 1:
+            weights[nw] = k
+            nw += 1
     i64, f64 = np.int64, np.float64
     return _Scratch(
+        weights,
         np.zeros(nc + 1, i64), np.zeros(nc + 1, i64), np.zeros(n, i64), np.zeros(nc + 1, i64),
         np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, 3), f64), np.zeros(nc, i64),
         np.zeros(nc, f64), np.zeros(nc, f64), np.zeros(nc + 1, f64), np.zeros(nc, f64),
@@ -555,7 +639,7 @@ def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     configs = np.empty((1, n), np.int64)
     configs[0, :] = config
     _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
-               viol, _scratch(n, cn.num_config))  # fmt: skip
+               viol, _scratch(kt, cn.num_config))  # fmt: skip
     return statuses[0]
 
 
@@ -565,15 +649,37 @@ def evaluate_batch(kt, et, cn, configs, finals, statuses, violations):
     infeasible), the status and the violated amount of each row."""
     n = configs.shape[1]
     nc = cn.num_config
-    zero = np.zeros(n, np.int64)
     _eval_rows(
-        kt, et, cn, configs, zero, zero, np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
+        kt, et, cn, configs, np.zeros(n, np.int64), np.zeros(n, np.int64),
+        np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
         np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
-        finals, statuses, violations, _scratch(n, nc),
+        finals, statuses, violations, _scratch(kt, nc),
     )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- one configuration
+# ``set_cost`` takes the steps of ``_eval_row`` for one configuration: ``_set_kernels``,
+# ``_set_edges`` (its sums), ``_set_fits`` (rules and capacities), ``_set_compute``.
+class _SetSums(NamedTuple):
+    """Sums over the kernels and edges of one configuration (``set_cost``)."""
+
+    cnt: int  #: kernels in the configuration (listed in ``members[:cnt]``)
+    lone: int  #: the configuration's kernel when it is a lone weight kernel, else -1
+    compute_ns: float  #: FLOP-model compute ns per tile
+    sram: float  #: SRAM bytes that weight tiling does not divide
+    div: float  #: SRAM bytes that weight tiling divides
+    hidden: float  #: untiled read-side bytes of buffers from weight kernels elsewhere
+    net_tile_ns: float  #: network ns per tile
+    net_once_ns: float  #: network ns per execution
+    channel_ns: float  #: the largest channel's ns
+    all_reduce: int  #: all-reduces (link latency count)
+    memory_bytes: float  #: memory_size bytes
+    spilled_bytes: float  #: buffer bytes per tile through DRAM
+    live: float  #: live activation bytes per tile while the configuration runs
+    nset: int  #: kernels that set num_input
+    numin: int  #: largest num_input (1 when none)
+
+
 @jit
 def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out):
     """II of one configuration: ``where[k]`` is 1 for its kernels, 2 for kernels of earlier
@@ -588,8 +694,30 @@ def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, z
     lone weight kernels exactly. ``live_cap`` bounds T_c * live activation bytes (DRAM).
     Writes every ``SetSlot`` of ``out``.
     """
-    n = kt.a.shape[0]
-    ne = et.src.shape[0]
+    out[SetSlot.HIDDEN] = 0.0
+    sums = _set_edges(kt, et, where, relax, _set_kernels(kt, where, members))
+    tcc = cn.num_tile
+    if cn.per_config_tiles and sums.nset > 0:
+        tcc = 1
+    if not _set_fits(cn, sums, tcc, live_cap, out):
+        return
+    tc = _set_compute(kt, cn, sums, tcc, members, k_pl, k_ps, zero, out)
+    if tc < 0.0:
+        return
+    tm = (tcc * sums.spilled_bytes + sums.memory_bytes) / dram_bw
+    tn = tcc * sums.net_tile_ns + sums.net_once_ns + sums.channel_ns + cn.ar_latency_ns * sums.all_reduce
+    ii = combine_overlap(tc, tm, tn, cn.overlap)
+    if cn.ii_num_input:
+        ii *= sums.numin
+    out[SetSlot.II] = ii
+    out[SetSlot.STATUS] = Status.OK.value
+    out[SetSlot.VIOLATION] = 0.0
+
+
+@jit(step=True)
+def _set_kernels(kt, where, members):
+    """The kernel terms of the configuration (``where[k]`` = 1), listing its kernels in
+    ``members``; a lone weight kernel's weight bytes are divisible, any other's are not."""
     cnt = 0
     tc = 0.0
     sram = 0.0
@@ -600,11 +728,9 @@ def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, z
     ch2 = 0.0
     arc = 0
     memk = 0.0
-    memb = 0.0
     nset = 0
     numin = 1
-    lone_w = -1
-    for k in range(n):
+    for k in range(kt.a.shape[0]):
         if where[k] == 1:
             members[cnt] = k
             cnt += 1
@@ -621,18 +747,32 @@ def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, z
                 nset += 1
                 if kt.num_input[k] > numin:
                     numin = kt.num_input[k]
-    out[SetSlot.HIDDEN] = 0.0
+    lone = -1
     if cnt == 1 and kt.is_weight[members[0]] == 1:
-        lone_w = members[0]
+        lone = members[0]
     div = 0.0
-    if lone_w >= 0:
-        div += kt.weight_sram[lone_w]
+    if lone >= 0:
+        div += kt.weight_sram[lone]
     elif cnt > 0:
         for j in range(cnt):
             sram += kt.weight_sram[members[j]]
+    return _SetSums(cnt, lone, tc, sram, div, 0.0, net_t, net_1, max(ch0, ch1, ch2), arc, memk,
+                    0.0, 0.0, nset, numin)  # fmt: skip
+
+
+@jit(step=True)
+def _set_edges(kt, et, where, relax, k):
+    """``k`` (the kernel terms) plus the edge terms: re-layout collectives of edges leaving
+    the configuration, on-chip buffers, spilled buffers (DRAM traffic and the two-buffer
+    footprint: divisible when tiled, free or counted untiled by ``relax``), live bytes."""
+    sram = k.sram
+    div = k.div
+    net_t = k.net_tile_ns
+    arc = k.all_reduce
+    memb = 0.0
     live = 0.0
     hidden = 0.0
-    for e in range(ne):
+    for e in range(et.src.shape[0]):
         s, d = et.src[e], et.dst[e]
         s_in = where[s] == 1
         d_in = where[d] == 1
@@ -644,7 +784,7 @@ def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, z
         elif s_in or d_in:
             memb += et.buffer_bytes[e]
             fp = 2.0 * et.sram_bytes[e]
-            if (s_in and lone_w >= 0) or (d_in and where[s] == 3):
+            if (s_in and k.lone >= 0) or (d_in and where[s] == 3):
                 div += fp
             elif d_in and kt.is_weight[s] == 1 and relax == 1:
                 pass
@@ -654,58 +794,65 @@ def set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, z
                     hidden += fp
         if where[s] != 0 and where[d] < 2 and not (s_in and d_in):
             live += et.buffer_bytes[e]
-    tcc = cn.num_tile
-    if cn.per_config_tiles and nset > 0:
-        tcc = 1
-    out[SetSlot.LIVE] = live * tcc
+    return _SetSums(k.cnt, k.lone, k.compute_ns, sram, div, hidden, net_t, k.net_once_ns,
+                    k.channel_ns, arc, k.memory_bytes, memb, live, k.nset, k.numin)  # fmt: skip
+
+
+@jit(step=True)
+def _set_fits(cn, sums, tcc, live_cap, out):
+    """The configuration's rules and capacities: writes LIVE, II = inf and, when it breaks
+    one (num_input mixing, SRAM, DRAM), STATUS and VIOLATION; else its SRAM bytes (the
+    divisible part tiled down to the capacity). Returns whether it fits."""
+    live = sums.live * tcc
+    out[SetSlot.LIVE] = live
     out[SetSlot.II] = np.inf
-    if cn.num_input_mixed and nset > 0 and nset < cnt:
+    if cn.num_input_mixed and sums.nset > 0 and sums.nset < sums.cnt:
         out[SetSlot.STATUS] = Status.CONFIG.value
         out[SetSlot.VIOLATION] = 0.0
-        return
+        return False
+    sram, div = sums.sram, sums.div
     if cn.sram_check:
         cap = cn.sram_cap
         over = sram - cap
         if over > 0.0 or (div > 0.0 and over >= 0.0):
             out[SetSlot.STATUS] = Status.SRAM.value
             out[SetSlot.VIOLATION] = over + div
-            if hidden > 0.0 and over - hidden < 0.0:
+            if sums.hidden > 0.0 and over - sums.hidden < 0.0:
                 out[SetSlot.HIDDEN] = 1.0
-            return
+            return False
         out[SetSlot.SRAM] = sram + (div if sram + div <= cap else cap - sram)
     else:
         out[SetSlot.SRAM] = sram + div
-    if live * tcc > live_cap:
+    if live > live_cap:
         # live_cap = (DRAM capacity - fixed bytes) / act_mult: the DRAM overflow in bytes is
         # act_mult times the excess of live bytes
         out[SetSlot.STATUS] = Status.DRAM.value
-        out[SetSlot.VIOLATION] = (live * tcc - live_cap) * cn.dram_act_mult
-        return
+        out[SetSlot.VIOLATION] = (live - live_cap) * cn.dram_act_mult
+        return False
+    return True
+
+
+@jit(step=True)
+def _set_compute(kt, cn, sums, tcc, members, k_pl, k_ps, zero, out):
+    """Compute ns of the configuration (cycle model: optimal core allocation; FLOP model:
+    the summed times), x T_c; -1 with STATUS = CORES and the shortfall when the cores do
+    not suffice."""
+    cnt = sums.cnt
     cores = cn.cores
     if cn.cycle_model:
-        if cnt > 0:
-            cyc, st, _ = _allocate(members, 0, cnt, kt.a, kt.b, kt.z, cores, zero, zero, k_pl, k_ps)
-            if st != Status.OK:
-                out[SetSlot.STATUS] = Status.CORES.value
-                out[SetSlot.VIOLATION] = cnt - cores
-                return
-            tc = tcc * cyc / cn.freq_GHz
-        else:
-            tc = 0.0
-    else:
-        if cnt > cores:
+        if cnt == 0:
+            return 0.0
+        cyc, st, _ = _allocate(members, 0, cnt, kt.a, kt.b, kt.z, cores, zero, zero, k_pl, k_ps)
+        if st != Status.OK:
             out[SetSlot.STATUS] = Status.CORES.value
             out[SetSlot.VIOLATION] = cnt - cores
-            return
-        tc = tcc * tc
-    tm = (tcc * memb + memk) / dram_bw
-    tn = tcc * net_t + net_1 + max(ch0, ch1, ch2) + cn.ar_latency_ns * arc
-    ii = combine_overlap(tc, tm, tn, cn.overlap)
-    if cn.ii_num_input:
-        ii *= numin
-    out[SetSlot.II] = ii
-    out[SetSlot.STATUS] = Status.OK.value
-    out[SetSlot.VIOLATION] = 0.0
+            return -1.0
+        return tcc * cyc / cn.freq_GHz
+    if cnt > cores:
+        out[SetSlot.STATUS] = Status.CORES.value
+        out[SetSlot.VIOLATION] = cnt - cores
+        return -1.0
+    return tcc * sums.compute_ns
 
 
 # ---- admissible lower bound of a set's II (used to prune the assignment search) ----------

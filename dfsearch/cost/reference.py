@@ -272,6 +272,74 @@ def _best_allocation(options: list[list[tuple[int, int, int]]], cores: int) -> i
 
 
 # --------------------------------------------------------------------------- evaluation
+# ``reference_evaluate`` runs the steps below in DFModel's order; a step whose check fails
+# raises ``_Infeasible`` with the status and the violated amount.
+class _Infeasible(Exception):  # a control-flow signal, not an error
+    """A check failed: ``reference_evaluate`` turns it into a failed ``RefResult``."""
+
+    def __init__(self, status: Status, violation: float) -> None:
+        super().__init__(status, violation)
+        self.status = status
+        self.violation = violation
+
+
+@dataclass(frozen=True, slots=True)
+class _Case:
+    """One decision on one spec, with the quantities every step reads."""
+
+    spec: Spec
+    decision: Decision
+    quirks: Quirks
+    gs: GraphStructure
+    shape: tuple[int, ...]
+    chips: int  #: chips per copy
+    llm: bool
+    dlrm: bool
+    hpl: bool
+    fft: bool
+    v2: bool
+    word: int
+    tp: int
+    pp: int
+    dp: int
+    tp_dim: int  #: network dimension of TP, -1 when none
+    pp_dim: int
+    dp_dim: int
+    gb: int  #: global batch size (1 for HPL and FFT)
+    mbs: int  #: micro-batch size (1 unless LLM)
+    layers: int
+    training: bool  #: some kernel runs backward
+
+
+@dataclass(frozen=True, slots=True)
+class _Configs:
+    """The configurations of a decision: the 0/1 matrices relating kernels (A), weight
+    kernels (F) and edges (B: on chip, D: spilled, H: by source, E: live) to them."""
+
+    cfg: list[int]
+    n: int  #: number of configurations
+    A: list[list[int]]
+    B: list[list[int]]
+    D: list[list[int]]
+    H: list[list[int]]
+    E: list[list[int]]
+    F: list[list[int]]
+    weights: list[int]  #: weight index -> kernel index
+    tiles: list[int]  #: T_c
+
+
+@dataclass(frozen=True, slots=True)
+class _Shards:
+    """Per-chip, per-tile dimensions of every kernel, and the sharding they follow."""
+
+    sharding: list[Dim]
+    hpl_x: int
+    hpl_y: int
+    sM: list[int]
+    sK: list[int]
+    sN: list[int]
+
+
 def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> RefResult:
     """Evaluate one decision with DFModel's equations, naively.
 
@@ -297,29 +365,43 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     ValueError
         If the decision's lengths do not match the spec.
     """
+    case = _case(spec, decision, quirks)
+    # a failed result carries the extras of the steps it passed
+    extra: dict = {"workload_flop": spec.graph.flop * case.layers * case.gb}
+    try:
+        _check_outer(case)
+        extra.update(_pipeline(case))
+        conf = _configurations(case)
+        shards = _shard_dims(case)
+        extra["shard_dims"] = tuple(zip(shards.sM, shards.sK, shards.sN))
+        b, weight_full, weight_sram = _bytes(case, conf, shards)
+        sram, tf = _sram(case, conf, b, weight_sram)
+        extra["weight_tiling"] = tuple(tf)
+        total, dram_bw = _dram(case, conf, b, weight_full, extra["layers_per_stage"])
+        if spec.execution.compute_util > 0:
+            compute, max_cycles = _flop_compute(case, conf, shards), [0] * conf.n
+        else:
+            compute, max_cycles = _cycle_compute(case, conf, shards)
+    except _Infeasible as fail:
+        return _fail(fail.status, fail.violation, **extra)
+    memory = _memory(case, conf, b, dram_bw)
+    network = _network(case, conf, shards, extra["num_micro_batch"])
+    return _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, max_cycles)
+
+
+def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
+    """The ``_Case`` of a decision: workload kind, TP / PP / DP degrees and their network
+    dimensions (LLM; DLRM is data parallel over every chip), batch sizes and layers."""
     graph, system, ex, wl = spec.graph, spec.system, spec.execution, spec.workload
-    kernels = graph.kernels
-    nk = len(kernels)
-    if len(decision.config) != nk or len(decision.shape) != len(system.network):
+    if len(decision.config) != len(graph.kernels) or len(decision.shape) != len(system.network):
         raise ValueError("decision does not match the spec")
-    gs = GraphStructure.of(graph)
-    src, dst = gs.src, gs.dst
-    ne = len(src)
-    eq = ex.equations
-    v2 = eq is Equations.V2
-    word = ex.word_bytes
     shape = tuple(decision.shape)
     kind = wl.kind
     llm = kind is WorkloadKind.LLM
     dlrm = kind is WorkloadKind.DLRM
-    hpl = kind is WorkloadKind.HPL
-    fft = kind is WorkloadKind.FFT
     if dlrm and not quirks.dlrm_arp_bytes_as_ns:
         raise NotImplementedError("DLRM with dlrm_arp_bytes_as_ns off is not modelled by the twin")
-
-    # ---------------------------------------------------------------- degrees
-    num_copy = spec.num_copy
-    chips = system.num_chip // num_copy
+    chips = system.num_chip // spec.num_copy
     tp = pp = dp = 1
     tp_dim = pp_dim = dp_dim = -1
     if llm:
@@ -333,53 +415,63 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     if dlrm:
         dp = chips
     if llm:
-        gb, mbs = wl.global_batch_size, decision.micro_batch_size
-        layers = wl.num_layer
+        gb, mbs, layers = wl.global_batch_size, decision.micro_batch_size, wl.num_layer
     elif dlrm:
         gb, mbs, layers = wl.global_batch_size, 1, 1
     else:
         gb, mbs, layers = 1, 1, 1
-    workload_flop = graph.flop * layers * gb
+    return _Case(
+        spec, decision, quirks, GraphStructure.of(graph), shape, chips, llm, dlrm,
+        kind is WorkloadKind.HPL, kind is WorkloadKind.FFT, ex.equations is Equations.V2,
+        ex.word_bytes, tp, pp, dp, tp_dim, pp_dim, dp_dim, gb, mbs, layers,
+        any(k.phase is Phase.BWD for k in graph.kernels),
+    )  # fmt: skip
 
-    # ---------------------------------------------------------------- outer checks
+
+def _check_outer(case: _Case) -> None:
+    """The shape multiplies to the chips per copy (SHAPE); the global batch divides into
+    micro-batches x DP (LLM) or over the chips (DLRM) (DIVISIBILITY)."""
     prod = 1
-    for s in shape:
+    for s in case.shape:
         prod *= s
-    if prod != chips or any(s < 1 for s in shape):
-        return _fail(Status.SHAPE, prod - chips, workload_flop=workload_flop)
-    if llm:
-        unit = mbs * dp
+    if prod != case.chips or any(s < 1 for s in case.shape):
+        raise _Infeasible(Status.SHAPE, prod - case.chips)
+    gb, mbs = case.gb, case.mbs
+    if case.llm:
+        unit = mbs * case.dp
         if mbs < 1 or gb % unit != 0:
-            return _fail(Status.DIVISIBILITY, gb % max(unit, 1), workload_flop=workload_flop)
-    if dlrm and gb % chips != 0:
-        return _fail(Status.DIVISIBILITY, gb % chips, workload_flop=workload_flop)
+            raise _Infeasible(Status.DIVISIBILITY, gb % max(unit, 1))
+    if case.dlrm and gb % case.chips != 0:
+        raise _Infeasible(Status.DIVISIBILITY, gb % case.chips)
 
-    nmb = gb // (mbs * dp)
-    lps = _ceil_div(layers, pp)
-    if quirks.bubble_over_layers_per_stage:
+
+def _pipeline(case: _Case) -> dict:
+    """The degrees, micro-batches, layers per stage, the pipeline factor and the pipeline's
+    point-to-point ns per batch (extras of the result)."""
+    spec, pp, dp = case.spec, case.pp, case.dp
+    nmb = case.gb // (case.mbs * dp)
+    lps = _ceil_div(case.layers, pp)
+    if case.quirks.bubble_over_layers_per_stage:
         ccc = lps - 1 if lps >= 2 else 1
         pipeline_factor = 1 + (pp - 1) / (nmb * ccc)
     else:
         pipeline_factor = 1 + (pp - 1) / nmb
-    batch_mult = pipeline_factor * lps * gb / dp if (llm or dlrm) else 1.0
-    training = any(k.phase is Phase.BWD for k in kernels)
     p2p = 0.0
-    if llm and pp_dim >= 0:
-        inter = 2 * wl.hidden_dim * wl.seq_len * word if training else 0
-        p2p = (1 / system.network[pp_dim].link_bw_GBps) * inter * layers
-    extra = dict(
-        workload_flop=workload_flop,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        num_micro_batch=nmb,
-        layers_per_stage=lps,
-        pipeline_factor=pipeline_factor,
-        p2p_ns=p2p,
-    )
+    if case.llm and case.pp_dim >= 0:
+        wl = spec.workload
+        inter = 2 * wl.hidden_dim * wl.seq_len * case.word if case.training else 0
+        p2p = (1 / spec.system.network[case.pp_dim].link_bw_GBps) * inter * case.layers
+    return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
+                pipeline_factor=pipeline_factor, p2p_ns=p2p)  # fmt: skip
 
-    # ---------------------------------------------------------------- configurations
-    cfg = [int(c) for c in decision.config]
+
+def _configurations(case: _Case) -> _Configs:
+    """The configuration count and the rules of the assignment: range, kernel by kernel,
+    pins, FWD/BWD split (CONFIG); Config(src) <= Config(dst) (ORDER); no configuration mixes
+    kernels with and without num_input (CONFIG). Then the matrices (``_matrices``)."""
+    kernels, ex, src, dst = case.spec.graph.kernels, case.spec.execution, case.gs.src, case.gs.dst
+    nk = len(kernels)
+    cfg = [int(c) for c in case.decision.config]
     if ex.style is ExecutionStyle.KERNEL_BY_KERNEL or ex.num_config == 0:
         nconf = nk
     elif ex.num_config > 0:
@@ -388,7 +480,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         assert ex.num_config == AUTO
         nconf = max(cfg) + 1
     fixed = nconf == nk
-    fwd_bwd = ex.style is ExecutionStyle.DATAFLOW and not fixed and training and nconf < nk
+    fwd_bwd = ex.style is ExecutionStyle.DATAFLOW and not fixed and case.training and nconf < nk
     if nconf % 2 == 0:
         f_last, b_first = nconf // 2 - 1, nconf // 2
     else:
@@ -396,29 +488,32 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     for k, kern in enumerate(kernels):
         c = cfg[k]
         if c < 0 or c >= nconf:
-            return _fail(Status.CONFIG, c, **extra)
+            raise _Infeasible(Status.CONFIG, c)
         if fixed and c != k:
-            return _fail(Status.CONFIG, c - k, **extra)
+            raise _Infeasible(Status.CONFIG, c - k)
         if not fixed and kern.config >= 0 and c != kern.config:
-            return _fail(Status.CONFIG, c - kern.config, **extra)
+            raise _Infeasible(Status.CONFIG, c - kern.config)
         if fwd_bwd and kern.phase is Phase.FWD and c > f_last:
-            return _fail(Status.CONFIG, c - f_last, **extra)
+            raise _Infeasible(Status.CONFIG, c - f_last)
         if fwd_bwd and kern.phase is Phase.BWD and c < b_first:
-            return _fail(Status.CONFIG, b_first - c, **extra)
-    for e in range(ne):
+            raise _Infeasible(Status.CONFIG, b_first - c)
+    for e in range(len(src)):
         if cfg[src[e]] > cfg[dst[e]]:
-            return _fail(Status.ORDER, cfg[src[e]] - cfg[dst[e]], **extra)
+            raise _Infeasible(Status.ORDER, cfg[src[e]] - cfg[dst[e]])
     is_set = [kern.num_input > 0 for kern in kernels]
     if any(is_set) and not all(is_set):
         for c in range(nconf):
             kinds = {is_set[k] for k in range(nk) if cfg[k] == c}
             if len(kinds) == 2:
-                return _fail(Status.CONFIG, c, **extra)
+                raise _Infeasible(Status.CONFIG, c)
+    return _matrices(case, cfg, nconf)
 
-    C = range(nconf)
-    K = range(nk)
-    Es = range(ne)
-    # the configuration matrices, explicitly
+
+def _matrices(case: _Case, cfg: list[int], nconf: int) -> _Configs:
+    """The configuration matrices, explicitly, and the tiles per configuration (V2: 1 where
+    a kernel sets num_input)."""
+    kernels, src, dst = case.spec.graph.kernels, case.gs.src, case.gs.dst
+    C, K, Es = range(nconf), range(len(kernels)), range(len(src))
     A = [[1 if cfg[k] == c else 0 for c in C] for k in K]
     B = [[1 if cfg[src[e]] == c and cfg[dst[e]] == c else 0 for c in C] for e in Es]
     D = [[1 if (cfg[src[e]] == c) != (cfg[dst[e]] == c) else 0 for c in C] for e in Es]
@@ -429,23 +524,27 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     ]
     weights = [k for k in K if kernels[k].kind is KernelKind.GEMM_WEIGHT]  # w -> kernel index
     F = [[1 if cfg[k] == c else 0 for c in C] for k in weights]
-
-    # tiles per configuration: V2 uses 1 where a kernel sets num_input
-    T = decision.num_tile if llm else 1
+    T = case.decision.num_tile if case.llm else 1
     tiles = []
     for c in C:
-        if v2 and any(A[k][c] and kernels[k].num_input > 0 for k in K):
+        if case.v2 and any(A[k][c] and kernels[k].num_input > 0 for k in K):
             tiles.append(1)
         else:
             tiles.append(T)
+    return _Configs(cfg, nconf, A, B, D, H, E, F, weights, tiles)
 
-    # ---------------------------------------------------------------- shard dims
-    if llm and not ex.skip_inter_chip_optimization:
-        sharding = [Dim(s) for s in decision.sharding]
+
+def _shard_dims(case: _Case) -> _Shards:
+    """Per-chip, per-tile (sM, sK, sN) of every kernel: HPL over its process grid, FFT's N
+    over every chip, the others divided by TP along their sharded dimension and (LLM) by T
+    along their tiled one; OUTER counts as M."""
+    kernels, shape = case.spec.graph.kernels, case.shape
+    if case.llm and not case.spec.execution.skip_inter_chip_optimization:
+        sharding = [Dim(s) for s in case.decision.sharding]
     else:
-        sharding = [Dim.NO] * nk
+        sharding = [Dim.NO] * len(kernels)
     hpl_x = hpl_y = 1
-    if hpl:
+    if case.hpl:
         if len(shape) == 1:
             hpl_x, hpl_y = 1, shape[0]
         elif len(shape) == 2:
@@ -456,45 +555,90 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     def group(d: Dim) -> Dim:
         return Dim.M if d is Dim.OUTER else d
 
+    T = case.decision.num_tile if case.llm else 1
     sM, sK, sN = [], [], []
     for k, kern in enumerate(kernels):
         rows, kk, nn = kern.rows, (kern.k if kern.kind.has_k else 1), kern.n
-        if hpl:
-            sM.append(_ceil_div(rows, hpl_x))
-            sK.append(_ceil_div(kk, hpl_y))
-            sN.append(nn)
-            continue
-        if fft:
-            sM.append(rows)
-            sK.append(kk)
-            sN.append(_ceil_div(nn, chips))
-            continue
-        shard_dim = group(sharding[k])
-        tile_dim = group(kern.tiling) if llm else Dim.NO
-        t_here = T if llm else 1
-        dims = []
-        for d, size in ((Dim.M, rows), (Dim.K, kk), (Dim.N, nn)):
-            div = (tp if shard_dim is d else 1) * (t_here if tile_dim is d else 1)
-            dims.append(_ceil_div(size, div))
+        if case.hpl:
+            dims = [_ceil_div(rows, hpl_x), _ceil_div(kk, hpl_y), nn]
+        elif case.fft:
+            dims = [rows, kk, _ceil_div(nn, case.chips)]
+        else:
+            shard_dim = group(sharding[k])
+            tile_dim = group(kern.tiling) if case.llm else Dim.NO
+            dims = []
+            for d, size in ((Dim.M, rows), (Dim.K, kk), (Dim.N, nn)):
+                div = (case.tp if shard_dim is d else 1) * (T if tile_dim is d else 1)
+                dims.append(_ceil_div(size, div))
         sM.append(dims[0])
         sK.append(dims[1])
         sN.append(dims[2])
-    extra["shard_dims"] = tuple(zip(sM, sK, sN))
+    return _Shards(sharding, hpl_x, hpl_y, sM, sK, sN)
 
-    # per-edge buffer bytes b_e and weight bytes w_w
+
+def _bytes(case: _Case, conf: _Configs, sh: _Shards) -> tuple[list[float], list[float], list[float]]:
+    """Per-edge buffer bytes b_e (0 for zero_out edges), and per weight kernel its weight
+    bytes w_w: in DRAM, and in SRAM (0 for skip_weight)."""
+    graph, src, word = case.spec.graph, case.gs.src, case.word
     b = [
-        0.0 if graph.connections[e].zero_out else float(sM[src[e]] * sN[src[e]] * word) for e in Es
+        0.0 if graph.connections[e].zero_out else float(sh.sM[src[e]] * sh.sN[src[e]] * word)
+        for e in range(len(src))
     ]
-    weight_full = [float(sM[k] * sK[k] * word) for k in weights]
+    weight_full = [float(sh.sM[k] * sh.sK[k] * word) for k in conf.weights]
     weight_sram = [
-        0.0 if kernels[k].skip_weight else weight_full[i] for i, k in enumerate(weights)
+        0.0 if graph.kernels[k].skip_weight else weight_full[i] for i, k in enumerate(conf.weights)
     ]
-    depth = list(gs.depths)
+    return b, weight_full, weight_sram
 
-    # ---------------------------------------------------------------- SRAM
-    sram_checked = llm or (dlrm and not v2)
-    cap = system.accelerator.sram_bytes
-    sram_unlimited = v2 and cap == 0
+
+# --------------------------------------------------------------------------- SRAM
+def _sram(
+    case: _Case, conf: _Configs, b: list[float], weight_sram: list[float]
+) -> tuple[list[float], list[int]]:
+    """SRAM bytes per configuration and the weight tiling factor of every kernel.
+
+    SRAM fails when a configuration's fixed contributions alone do not fit, or exactly fill
+    the capacity with something divisible left; then each lone weight kernel takes the
+    smallest factor that fits (``_tiling_factor``), and the tiled sums are checked again."""
+    C = range(conf.n)
+    sram_checked = case.llm or (case.dlrm and not case.v2)
+    cap = case.spec.system.accelerator.sram_bytes
+    sram_unlimited = case.v2 and cap == 0
+    contrib, lone = _sram_contributions(case, conf, b, weight_sram)
+    fx = [sum(x for cc, x, o in contrib if cc == c and o < 0) for c in C]
+    dv = [sum(x for cc, x, o in contrib if cc == c and o >= 0) for c in C]
+    # zero-byte contributions (skip_weight weights, zero_out edges) need no share of the SRAM
+    nd = [sum(1 for cc, x, o in contrib if cc == c and o >= 0 and x > 0) for c in C]
+    tf = [1] * len(lone)
+    if sram_checked and not sram_unlimited:
+        failing = [
+            fx[c] + dv[c] - cap
+            for c in C
+            if not (fx[c] + dv[c] <= cap or (dv[c] > 0 and fx[c] < cap))
+        ]
+        if failing:
+            raise _Infeasible(Status.SRAM, max(failing))
+        for k in range(len(lone)):
+            if lone[k]:
+                tf[k] = _tiling_factor(case, conf, k, contrib, fx, dv, nd, weight_sram)
+    sram = [fx[c] + sum(x / tf[o] for cc, x, o in contrib if cc == c and o >= 0) for c in C]
+    if sram_checked and not sram_unlimited and any(sram[c] - cap > 1e-9 * cap for c in C):
+        raise _Infeasible(Status.SRAM, max(sram[c] - cap for c in C))
+    return sram, tf
+
+
+def _sram_contributions(
+    case: _Case, conf: _Configs, b: list[float], weight_sram: list[float]
+) -> tuple[list[tuple[int, float, int]], list[bool]]:
+    """Every SRAM contribution as (configuration, bytes, owner): spilled edges 2 b, on-chip
+    edges b x depth, weights, sram_extra (a v2 field that acts in every equation set,
+    docs/model.md). The owner is the weight kernel whose tiling factor divides it (a weight
+    kernel alone in its configuration: its weight and its out-edges' spilled footprints),
+    else -1. Also returns which kernels are such lone weight kernels."""
+    kernels, src, ex = case.spec.graph.kernels, case.gs.src, case.spec.execution
+    C, K, Es = range(conf.n), range(len(kernels)), range(len(src))
+    A, B, D, F, weights = conf.A, conf.B, conf.D, conf.F, conf.weights
+    depth = list(case.gs.depths)
     b_sram, depth_sram = list(b), list(depth)
     if ex.replicate_sram_index_bug:
         widx = {k: i for i, k in enumerate(weights)}
@@ -504,8 +648,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
                 b_sram[e] = b[j]
                 depth_sram[e] = depth[j]
     members = [sum(A[k][c] for k in K) for c in C]
-    lone = [kernels[k].kind is KernelKind.GEMM_WEIGHT and members[cfg[k]] == 1 for k in K]
-    # contributions: (config, bytes, owner kernel or -1 when not divisible by a tiling factor)
+    lone = [kernels[k].kind is KernelKind.GEMM_WEIGHT and members[conf.cfg[k]] == 1 for k in K]
     contrib: list[tuple[int, float, int]] = []
     for e in Es:
         owner = src[e] if lone[src[e]] else -1
@@ -518,271 +661,182 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         for c in C:
             if F[i][c]:
                 contrib.append((c, weight_sram[i] * F[i][c], k if lone[k] else -1))
-    # sram_extra (a v2 field) acts in every equation set (docs/model.md)
     for k in K:
         for c in C:
             if A[k][c]:
                 contrib.append((c, kernels[k].sram_extra_bytes * A[k][c], -1))
-    fx = [sum(x for cc, x, o in contrib if cc == c and o < 0) for c in C]
-    dv = [sum(x for cc, x, o in contrib if cc == c and o >= 0) for c in C]
-    # zero-byte contributions (skip_weight weights, zero_out edges) need no share of the SRAM
-    nd = [sum(1 for cc, x, o in contrib if cc == c and o >= 0 and x > 0) for c in C]
-    tf = [1] * nk
-    if sram_checked and not sram_unlimited:
-        failing = [
-            fx[c] + dv[c] - cap
-            for c in C
-            if not (fx[c] + dv[c] <= cap or (dv[c] > 0 and fx[c] < cap))
-        ]
-        if failing:
-            return _fail(Status.SRAM, max(failing), **extra)
-        for k in K:
-            if not lone[k]:
-                continue
-            need = 1
-            for c, x, o in contrib:
-                if o == k and fx[c] + dv[c] > cap:  # zero-byte ones too: tf >= 2
-                    # capped at 2^53 (exact in float64) as the evaluator does
-                    need = max(need, 2, math.ceil(min(x * nd[c] / (cap - fx[c]), 2.0**53)))
-            if v2 and need > 1 and weight_sram[weights.index(k)] <= 2.0**53:
-                wbytes = int(weight_sram[weights.index(k)])
-                if wbytes > 0:
-                    divisors = [d for d in range(need, wbytes + 1) if wbytes % d == 0]
-                    need = divisors[0] if divisors else wbytes
-            tf[k] = need
-    sram = [fx[c] + sum(x / tf[o] for cc, x, o in contrib if cc == c and o >= 0) for c in C]
-    if sram_checked and not sram_unlimited and any(sram[c] - cap > 1e-9 * cap for c in C):
-        return _fail(Status.SRAM, max(sram[c] - cap for c in C), **extra)
-    extra["weight_tiling"] = tuple(tf)
+    return contrib, lone
 
-    # ---------------------------------------------------------------- DRAM
-    mem = system.memory
-    alive = [tiles[c] * sum(b[e] * E[e][c] for e in Es) for c in C]
+
+def _tiling_factor(case, conf, k, contrib, fx, dv, nd, weight_sram) -> int:
+    """The weight tiling factor of lone weight kernel k: each of its non-zero divisible
+    contributions in an overfull configuration gets an equal share of the slack, tf >= 2;
+    v2 rounds up to a divisor of the weight bytes (the weight bytes when none is large
+    enough; any tf divides 0 bytes)."""
+    cap = case.spec.system.accelerator.sram_bytes
+    need = 1
+    for c, x, o in contrib:
+        if o == k and fx[c] + dv[c] > cap:  # zero-byte ones too: tf >= 2
+            # capped at 2^53 (exact in float64) as the evaluator does
+            need = max(need, 2, math.ceil(min(x * nd[c] / (cap - fx[c]), 2.0**53)))
+    if case.v2 and need > 1 and weight_sram[conf.weights.index(k)] <= 2.0**53:
+        wbytes = int(weight_sram[conf.weights.index(k)])
+        if wbytes > 0:
+            divisors = [d for d in range(need, wbytes + 1) if wbytes % d == 0]
+            need = divisors[0] if divisors else wbytes
+    return need
+
+
+# --------------------------------------------------------------------------- DRAM
+def _dram(
+    case: _Case, conf: _Configs, b: list[float], weight_full: list[float], lps: int
+) -> tuple[float, float]:
+    """DRAM bytes per chip and the bandwidth in effect. LLM / DLRM: weights x layers per
+    stage, micro-batch x the widest live activations (T_c x bytes of the edges live during
+    the configuration), dram_extra x layers per stage, DLRM's tables; HPL: the matrix; FFT:
+    the signal; plus dram_extra. A second tier (not v2) blends the bandwidths; DRAM fails
+    when the total exceeds the capacity."""
+    spec, kernels, Es = case.spec, case.spec.graph.kernels, range(len(case.gs.src))
+    wl, word, chips = spec.workload, case.word, case.chips
+    alive = [conf.tiles[c] * sum(b[e] * conf.E[e][c] for e in Es) for c in range(conf.n)]
     dram_extra = sum(kern.dram_extra_bytes for kern in kernels)  # every equation set
-    if llm or dlrm:
-        total = lps * sum(weight_full[i] * F[i][c] for i in range(len(weights)) for c in C)
-        total += mbs * max(alive)
+    if case.llm or case.dlrm:
+        total = lps * sum(weight_full[i] * conf.F[i][c] for i in range(len(conf.weights))
+                          for c in range(conf.n))  # fmt: skip
+        total += case.mbs * max(alive)
         total += lps * dram_extra
-        if dlrm:
+        if case.dlrm:
             total += wl.num_table * wl.row * wl.emb_dim * word / chips
-    elif hpl:
+    elif case.hpl:
         total = wl.n * wl.n * word / chips + dram_extra
     else:
         total = wl.length * word / chips + dram_extra
+    mem = spec.system.memory
     cap1, bw1 = mem.dram_bytes, mem.dram_bw_GBps
     cap2, bw2 = mem.second_dram_bytes, mem.second_dram_bw_GBps
-    tiers = not v2 and cap2 > 0
+    tiers = not case.v2 and cap2 > 0
     if cap1 == 0 or total <= cap1:
-        dram_bw = bw1
-    elif tiers and total <= cap1 + cap2:
-        dram_bw = (cap1 * bw1 + cap2 * bw2) / (cap1 + cap2)
-    elif tiers:
-        return _fail(Status.DRAM, total - cap1 - cap2, **extra)
-    else:
-        return _fail(Status.DRAM, total - cap1, **extra)
+        return total, bw1
+    if tiers and total <= cap1 + cap2:
+        return total, (cap1 * bw1 + cap2 * bw2) / (cap1 + cap2)
+    if tiers:
+        raise _Infeasible(Status.DRAM, total - cap1 - cap2)
+    raise _Infeasible(Status.DRAM, total - cap1)
 
-    # ---------------------------------------------------------------- compute
-    acc = system.accelerator
-    cores, W, Hh, freq = acc.cores, acc.systolic_width, acc.systolic_height, acc.freq_GHz
-    u = ex.compute_util
 
-    def streams(k: int) -> int:
-        return kernels[k].num_input if (kernels[k].num_input > 0 and not v2) else 1
+# --------------------------------------------------------------------------- compute
+def _streams(case: _Case, k: int) -> int:
+    """num_input of kernel k as a streaming factor of its work (not in v2)."""
+    kern = case.spec.graph.kernels[k]
+    return kern.num_input if (kern.num_input > 0 and not case.v2) else 1
 
-    compute = [0.0] * nconf
-    max_cycles = [0] * nconf
-    if u > 0:
-        for c in C:
-            if members[c] > cores:
-                return _fail(Status.CORES, members[c] - cores, **extra)
-        G = acc.peak_gflops
-        for c in C:
-            total_time = 0.0
-            for k in K:
-                kern = kernels[k]
-                if kern.type is ComputeType.SYSTOLIC:
-                    rate = u * G
-                    flop = 2 * sM[k] * sN[k] * sK[k] * streams(k)
-                else:
-                    rate = u * G if quirks.simd_at_systolic_peak else u * G / Hh
-                    flop = sM[k] * sN[k] * streams(k)
-                total_time += A[k][c] * flop / rate
-            compute[c] = tiles[c] * total_time
-    else:
-        fix_pl = list(decision.par_lane) if decision.par_lane else [0] * nk
-        fix_ps = list(decision.par_stage) if decision.par_stage else [0] * nk
-        for c in C:
-            options = []
-            for k in K:
-                if not A[k][c]:
-                    continue
-                kern = kernels[k]
-                eff = (
-                    ex.effective_stage
-                    if kern.use_effective_stage
-                    and ex.effective_stage > 0
-                    and kern.type is ComputeType.SYSTOLIC
-                    else 0
-                )
-                streams_k = streams(k)
-                if fix_pl[k] > 0 and fix_ps[k] > 0:  # a kernel's pair is fixed only as a pair
-                    pairs = [(fix_pl[k], fix_ps[k])]
-                elif kern.type is ComputeType.SIMD:
-                    pairs = [(pl, 1) for pl in range(1, cores + 1)]
-                else:
-                    pairs = [
-                        (pl, ps) for pl in range(1, cores + 1) for ps in range(1, cores // pl + 1)
-                    ]
-                opts = []
-                for pl, ps in pairs:
-                    cyc = _cycles(kern.type, sM[k], sK[k], sN[k], pl, ps, W, Hh, eff, streams_k)
-                    opts.append((cyc, pl, ps))
-                options.append(opts)
-            best = _best_allocation(options, cores)
-            if best is None:
-                least = sum(min(pl * ps for _, pl, ps in o) for o in options)
-                return _fail(Status.CORES, least - cores, **extra)
-            max_cycles[c] = best
-            compute[c] = tiles[c] * best / freq
 
-    # ---------------------------------------------------------------- memory
-    memory = [
+def _flop_compute(case: _Case, conf: _Configs, sh: _Shards) -> list[float]:
+    """FLOP model: T_c x the sum of the kernels' FLOP / rate (systolic: u x peak; SIMD:
+    u x peak / H unless the quirk runs it at peak); CORES when a configuration holds more
+    kernels than there are cores."""
+    kernels, acc, u = case.spec.graph.kernels, case.spec.system.accelerator, case.spec.execution.compute_util
+    members = [sum(conf.A[k][c] for k in range(len(kernels))) for c in range(conf.n)]
+    for c in range(conf.n):
+        if members[c] > acc.cores:
+            raise _Infeasible(Status.CORES, members[c] - acc.cores)
+    G = acc.peak_gflops
+    compute = [0.0] * conf.n
+    for c in range(conf.n):
+        total_time = 0.0
+        for k, kern in enumerate(kernels):
+            if kern.type is ComputeType.SYSTOLIC:
+                rate = u * G
+                flop = 2 * sh.sM[k] * sh.sN[k] * sh.sK[k] * _streams(case, k)
+            else:
+                rate = u * G if case.quirks.simd_at_systolic_peak else u * G / acc.systolic_height
+                flop = sh.sM[k] * sh.sN[k] * _streams(case, k)
+            total_time += conf.A[k][c] * flop / rate
+        compute[c] = conf.tiles[c] * total_time
+    return compute
+
+
+def _cycle_compute(case: _Case, conf: _Configs, sh: _Shards) -> tuple[list[float], list[int]]:
+    """Cycle model: per configuration, every (Par_lane, Par_stage) pair of each member
+    (the decision's pair when it fixes both) and the best allocation of the cores
+    (``_best_allocation``); compute = T_c x max cycles / frequency. CORES when no
+    allocation fits, by the cores the smallest pairs need beyond the chip's."""
+    kernels, acc, d = case.spec.graph.kernels, case.spec.system.accelerator, case.decision
+    cores = acc.cores
+    fix_pl = list(d.par_lane) if d.par_lane else [0] * len(kernels)
+    fix_ps = list(d.par_stage) if d.par_stage else [0] * len(kernels)
+    compute = [0.0] * conf.n
+    max_cycles = [0] * conf.n
+    for c in range(conf.n):
+        options = []
+        for k, kern in enumerate(kernels):
+            if not conf.A[k][c]:
+                continue
+            if fix_pl[k] > 0 and fix_ps[k] > 0:  # a kernel's pair is fixed only as a pair
+                pairs = [(fix_pl[k], fix_ps[k])]
+            elif kern.type is ComputeType.SIMD:
+                pairs = [(pl, 1) for pl in range(1, cores + 1)]
+            else:
+                pairs = [(pl, ps) for pl in range(1, cores + 1) for ps in range(1, cores // pl + 1)]
+            options.append([(_kernel_cycles(case, sh, k, pl, ps), pl, ps) for pl, ps in pairs])
+        best = _best_allocation(options, cores)
+        if best is None:
+            least = sum(min(pl * ps for _, pl, ps in o) for o in options)
+            raise _Infeasible(Status.CORES, least - cores)
+        max_cycles[c] = best
+        compute[c] = conf.tiles[c] * best / acc.freq_GHz
+    return compute, max_cycles
+
+
+def _kernel_cycles(case: _Case, sh: _Shards, k: int, pl: int, ps: int) -> int:
+    """Cycles of kernel k on PL x PS cores (``_cycles``; the effective stage applies to
+    systolic kernels that use it)."""
+    kern, ex, acc = case.spec.graph.kernels[k], case.spec.execution, case.spec.system.accelerator
+    eff = (
+        ex.effective_stage
+        if kern.use_effective_stage and ex.effective_stage > 0 and kern.type is ComputeType.SYSTOLIC
+        else 0
+    )
+    return _cycles(kern.type, sh.sM[k], sh.sK[k], sh.sN[k], pl, ps, acc.systolic_width,
+                   acc.systolic_height, eff, _streams(case, k))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- memory, II
+def _memory(case: _Case, conf: _Configs, b: list[float], dram_bw: float) -> list[float]:
+    """Memory ns per configuration: T_c x its spilled buffer bytes plus its kernels'
+    memory_size bytes, over the DRAM bandwidth."""
+    kernels, Es = case.spec.graph.kernels, range(len(case.gs.src))
+    return [
         (
-            tiles[c] * sum(b[e] * D[e][c] for e in Es)
-            + sum(kernels[k].memory_bytes * A[k][c] for k in K)
+            conf.tiles[c] * sum(b[e] * conf.D[e][c] for e in Es)
+            + sum(kernels[k].memory_bytes * conf.A[k][c] for k in range(len(kernels)))
         )
         / dram_bw
-        for c in C
+        for c in range(conf.n)
     ]
 
-    # ---------------------------------------------------------------- network
-    network = [0.0] * nconf
-    net = system.network
-    if llm:
-        double = ex.separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
-        r_ar = r_a2a = r_ag = r_arp = 0.0
-        latency = 0.0
-        if tp_dim >= 0:
-            topo, bw = net[tp_dim].topology, net[tp_dim].link_bw_GBps
-            r_ar = _reduce_ratio(topo, tp, bw)
-            r_ag = _reduce_ratio(topo, tp, bw)
-            r_a2a = _all_to_all_ratio(topo, tp, bw)
-            if system.hbd > 0 and len(net) == 3:
-                x, hb = shape[0], system.hbd
-                if hb >= x:
-                    r_ar = (x - 1) / (x * net[0].link_bw_GBps)
-                else:
-                    r_ar = (hb - 1) / (hb * net[0].link_bw_GBps) + (x / hb - 1) / (
-                        x * net[1].link_bw_GBps
-                    )
-            if double:
-                r_ar = 2 * r_ar
-            latency = acc.link_latency_ns * (2 if ex.separate_rs_ag_for_ar else 1)
-            latency = latency * _latency_steps(topo, tp)
-        if dp_dim >= 0:
-            topo, bw = net[dp_dim].topology, net[dp_dim].link_bw_GBps
-            r_arp = _reduce_ratio(topo, dp, bw)
-            if system.hbd > 0 and len(net) == 3:
-                z, hb = shape[2], system.hbd
-                if hb >= z:
-                    r_arp = (z - 1) / (z * net[0].link_bw_GBps)
-                else:
-                    r_arp = (hb - 1) / (hb * net[0].link_bw_GBps) + (z / hb - 1) / (
-                        z * net[2].link_bw_GBps
-                    )
-            if double and _doubles_gradient(topo):
-                r_arp = 2 * r_arp
-        # per-kernel collectives
-        ar_k, a2a_k, ag_k, arp_k = [0.0] * nk, [0.0] * nk, [0.0] * nk, [0.0] * nk
-        for k, kern in enumerate(kernels):
-            typ = kern.communication
-            if typ is Collective.NONE and sharding[k] is Dim.K:
-                typ = Collective.ALL_REDUCE
-            size = float(sM[k] * sN[k] * word)
-            if typ is Collective.ALL_REDUCE:
-                ar_k[k] = size
-            elif typ is Collective.ALL_TO_ALL:
-                a2a_k[k] = size
-            elif typ is Collective.ALL_GATHER:
-                ag_k[k] = size
-            elif typ is Collective.ALL_REDUCE_PERIODIC:
-                arp_k[k] = size / nmb
-        # per-edge re-layout collectives
-        ar_e, a2a_e, ag_e = [0.0] * ne, [0.0] * ne, [0.0] * ne
-        if not ex.skip_inter_chip_optimization:
-            for e in Es:
-                up = upstream_layout(sharding[src[e]])
-                down = downstream_layout(kernels[dst[e]], gs.operand[e], sharding[dst[e]])
-                typ = relayout(up, down)
-                size = float(sM[src[e]] * sN[src[e]] * word)
-                if typ is Collective.ALL_REDUCE:
-                    ar_e[e] = size
-                elif typ is Collective.ALL_TO_ALL:
-                    a2a_e[e] = size
-                elif typ is Collective.ALL_GATHER:
-                    ag_e[e] = size
-        for c in C:
-            s_ar = sum(ar_k[k] * A[k][c] for k in K) + sum(ar_e[e] * H[e][c] for e in Es)
-            s_a2a = sum(a2a_k[k] * A[k][c] for k in K) + sum(a2a_e[e] * H[e][c] for e in Es)
-            s_ag = sum(ag_k[k] * A[k][c] for k in K) + sum(ag_e[e] * H[e][c] for e in Es)
-            s_arp = sum(arp_k[k] * A[k][c] for k in K)
-            t = tiles[c] * (r_ar * s_ar + r_a2a * s_a2a + r_ag * s_ag) + r_arp * s_arp
-            if tp_dim >= 0:
-                count = sum(A[k][c] for k in K if ar_k[k] > 0)
-                count += sum(H[e][c] for e in Es if ar_e[e] > 0)
-                t += latency * count
-            network[c] = t
-    elif dlrm or fft:
-        msg, bwf = _bisection_table(tuple(d.topology for d in net), shape, chips, eq)
-        a2a = [0.0] * nk
-        arp = [0.0] * nk
-        for k, kern in enumerate(kernels):
-            if kern.communication is Collective.ALL_TO_ALL and chips > 1:
-                a2a[k] = kern.communication_bytes / (chips if dlrm else chips * chips)
-            if dlrm and kern.communication is Collective.ALL_REDUCE_PERIODIC:
-                arp[k] = sM[k] * sN[k] * word / nmb
-        for c in C:
-            per_dim = []
-            for j in range(len(net)):
-                load = sum(a2a[k] * A[k][c] for k in K) * msg[j]
-                if load == 0:
-                    per_dim.append(0.0)
-                elif bwf[j] == 0:  # a one-chip FC dimension (v2 bisection x(x-1)/2 = 0)
-                    per_dim.append(_INF)
-                else:
-                    per_dim.append(load / (net[j].link_bw_GBps * bwf[j]))
-            t = max(per_dim)
-            if dlrm:
-                t += sum(arp[k] * A[k][c] for k in K) * (2 if eq is Equations.LEGACY else 1)
-            network[c] = t
-    else:  # HPL
-        bc = [0.0] * nk
-        p2 = [0.0] * nk
-        for k, kern in enumerate(kernels):
-            if kern.communication is Collective.BROADCAST and hpl_x > 1:
-                bc[k] = kern.communication_bytes / hpl_x
-            if kern.communication2 is Collective.POINT_TO_POINT and hpl_y > 1:
-                p2[k] = kern.communication_bytes / hpl_y
-        for c in C:
-            network[c] = max(
-                sum(p2[k] * A[k][c] for k in K) / net[0].link_bw_GBps,
-                sum(bc[k] * A[k][c] for k in K) / net[1].link_bw_GBps,
-            )
 
-    # ---------------------------------------------------------------- II and totals
+def _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, max_cycles):
+    """The feasible result: II per configuration (``combine_overlap``; v2: x the largest
+    num_input), their sum, ns_per_batch (x the batch multiplier, + p2p) and final_ns (per
+    copy), the price."""
+    spec, kernels = case.spec, case.spec.graph.kernels
     ii = []
-    for c in C:
-        v = combine_overlap(compute[c], memory[c], network[c], ex.overlap)
-        if v2:
-            v = v * max([1] + [kernels[k].num_input for k in K if A[k][c]])
+    for c in range(conf.n):
+        v = combine_overlap(compute[c], memory[c], network[c], spec.execution.overlap)
+        if case.v2:
+            v = v * max([1] + [kernels[k].num_input for k in range(len(kernels)) if conf.A[k][c]])
         ii.append(v)
     all_ii = sum(ii)
-    ns_per_batch = all_ii * batch_mult + p2p
-    final = ns_per_batch / num_copy
+    if case.llm or case.dlrm:
+        batch_mult = extra["pipeline_factor"] * extra["layers_per_stage"] * case.gb / case.dp
+    else:
+        batch_mult = 1.0
+    ns_per_batch = all_ii * batch_mult + extra["p2p_ns"]
     return RefResult(
         status=Status.OK,
         violation=0.0,
-        final_ns=final,
+        final_ns=ns_per_batch / spec.num_copy,
         ns_per_batch=ns_per_batch,
         all_config_ii_ns=all_ii,
         dram_bytes=total,
@@ -792,8 +846,176 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         network_ns=tuple(network),
         ii_ns=tuple(ii),
         sram_bytes=tuple(sram),
-        tiles=tuple(tiles),
+        tiles=tuple(conf.tiles),
         max_cycles=tuple(max_cycles),
-        price=price(spec, shape, dram_bw, quirks),
-        **extra,  # type: ignore[arg-type]
+        price=price(spec, case.shape, dram_bw, case.quirks),
+        **extra,
     )
+
+
+# --------------------------------------------------------------------------- network
+def _network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
+    """Network ns per configuration, by workload: LLM collectives, DLRM / FFT all-to-alls
+    over the bisection, HPL's broadcast and point-to-point."""
+    if case.llm:
+        return _llm_network(case, conf, sh, nmb)
+    if case.dlrm or case.fft:
+        return _all_to_all_network(case, conf, sh, nmb)
+    return _hpl_network(case, conf, sh)
+
+
+def _llm_ratios(case: _Case) -> tuple[float, float, float, float, float]:
+    """ns per byte of the LLM collectives: TP all-reduce (doubled unless the quirk halves
+    it; the HBD blend on a 3-D network), all-to-all and all-gather, the DP gradient
+    all-reduce (doubled where the topology doubles it); and the link latency per TP
+    all-reduce. Returns (r_ar, r_a2a, r_ag, r_arp, latency)."""
+    system, ex, shape = case.spec.system, case.spec.execution, case.shape
+    net, acc = system.network, system.accelerator
+    double = ex.separate_rs_ag_for_ar or not case.quirks.half_volume_all_reduce
+    r_ar = r_a2a = r_ag = r_arp = 0.0
+    latency = 0.0
+    if case.tp_dim >= 0:
+        topo, bw, tp = net[case.tp_dim].topology, net[case.tp_dim].link_bw_GBps, case.tp
+        r_ar = _reduce_ratio(topo, tp, bw)
+        r_ag = _reduce_ratio(topo, tp, bw)
+        r_a2a = _all_to_all_ratio(topo, tp, bw)
+        if system.hbd > 0 and len(net) == 3:
+            x, hb = shape[0], system.hbd
+            if hb >= x:
+                r_ar = (x - 1) / (x * net[0].link_bw_GBps)
+            else:
+                r_ar = (hb - 1) / (hb * net[0].link_bw_GBps) + (x / hb - 1) / (
+                    x * net[1].link_bw_GBps
+                )
+        if double:
+            r_ar = 2 * r_ar
+        latency = acc.link_latency_ns * (2 if ex.separate_rs_ag_for_ar else 1)
+        latency = latency * _latency_steps(topo, tp)
+    if case.dp_dim >= 0:
+        topo, bw = net[case.dp_dim].topology, net[case.dp_dim].link_bw_GBps
+        r_arp = _reduce_ratio(topo, case.dp, bw)
+        if system.hbd > 0 and len(net) == 3:
+            z, hb = shape[2], system.hbd
+            if hb >= z:
+                r_arp = (z - 1) / (z * net[0].link_bw_GBps)
+            else:
+                r_arp = (hb - 1) / (hb * net[0].link_bw_GBps) + (z / hb - 1) / (
+                    z * net[2].link_bw_GBps
+                )
+        if double and _doubles_gradient(topo):
+            r_arp = 2 * r_arp
+    return r_ar, r_a2a, r_ag, r_arp, latency
+
+
+def _llm_collectives(case: _Case, sh: _Shards, nmb: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Bytes of every collective: per kernel [all-reduce, all-to-all, all-gather, periodic
+    all-reduce / micro-batches] (a K-sharded kernel without one all-reduces), and per edge
+    [all-reduce, all-to-all, all-gather] of the re-layout between its ends' shardings."""
+    kernels, gs, word = case.spec.graph.kernels, case.gs, case.word
+    src, dst = gs.src, gs.dst
+    per_k = [[0.0] * 4 for _ in kernels]
+    for k, kern in enumerate(kernels):
+        typ = kern.communication
+        if typ is Collective.NONE and sh.sharding[k] is Dim.K:
+            typ = Collective.ALL_REDUCE
+        size = float(sh.sM[k] * sh.sN[k] * word)
+        if typ is Collective.ALL_REDUCE:
+            per_k[k][0] = size
+        elif typ is Collective.ALL_TO_ALL:
+            per_k[k][1] = size
+        elif typ is Collective.ALL_GATHER:
+            per_k[k][2] = size
+        elif typ is Collective.ALL_REDUCE_PERIODIC:
+            per_k[k][3] = size / nmb
+    per_e = [[0.0] * 3 for _ in src]
+    if not case.spec.execution.skip_inter_chip_optimization:
+        for e in range(len(src)):
+            up = upstream_layout(sh.sharding[src[e]])
+            down = downstream_layout(kernels[dst[e]], gs.operand[e], sh.sharding[dst[e]])
+            typ = relayout(up, down)
+            size = float(sh.sM[src[e]] * sh.sN[src[e]] * word)
+            if typ is Collective.ALL_REDUCE:
+                per_e[e][0] = size
+            elif typ is Collective.ALL_TO_ALL:
+                per_e[e][1] = size
+            elif typ is Collective.ALL_GATHER:
+                per_e[e][2] = size
+    return per_k, per_e
+
+
+def _llm_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
+    """LLM: T_c x (ratio x bytes) of the configuration's kernel collectives and of the
+    re-layouts of edges leaving its kernels, + the periodic all-reduce, + the link latency
+    of every TP all-reduce."""
+    r_ar, r_a2a, r_ag, r_arp, latency = _llm_ratios(case)
+    per_k, per_e = _llm_collectives(case, sh, nmb)
+    ar_k, a2a_k, ag_k, arp_k = ([v[j] for v in per_k] for j in range(4))
+    ar_e, a2a_e, ag_e = ([v[j] for v in per_e] for j in range(3))
+    A, H, K, Es = conf.A, conf.H, range(len(per_k)), range(len(per_e))
+    network = [0.0] * conf.n
+    for c in range(conf.n):
+        s_ar = sum(ar_k[k] * A[k][c] for k in K) + sum(ar_e[e] * H[e][c] for e in Es)
+        s_a2a = sum(a2a_k[k] * A[k][c] for k in K) + sum(a2a_e[e] * H[e][c] for e in Es)
+        s_ag = sum(ag_k[k] * A[k][c] for k in K) + sum(ag_e[e] * H[e][c] for e in Es)
+        s_arp = sum(arp_k[k] * A[k][c] for k in K)
+        t = conf.tiles[c] * (r_ar * s_ar + r_a2a * s_a2a + r_ag * s_ag) + r_arp * s_arp
+        if case.tp_dim >= 0:
+            count = sum(A[k][c] for k in K if ar_k[k] > 0)
+            count += sum(H[e][c] for e in Es if ar_e[e] > 0)
+            t += latency * count
+        network[c] = t
+    return network
+
+
+def _all_to_all_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
+    """DLRM / FFT: the all-to-all bytes of the configuration's kernels over each network
+    dimension's bisection (the slowest dimension counts; a one-chip FC dimension with
+    traffic is infinitely slow), + DLRM's periodic all-reduce (x2 in legacy)."""
+    net, chips, eq = case.spec.system.network, case.chips, case.spec.execution.equations
+    kernels, dlrm = case.spec.graph.kernels, case.dlrm
+    msg, bwf = _bisection_table(tuple(d.topology for d in net), case.shape, chips, eq)
+    a2a = [0.0] * len(kernels)
+    arp = [0.0] * len(kernels)
+    for k, kern in enumerate(kernels):
+        if kern.communication is Collective.ALL_TO_ALL and chips > 1:
+            a2a[k] = kern.communication_bytes / (chips if dlrm else chips * chips)
+        if dlrm and kern.communication is Collective.ALL_REDUCE_PERIODIC:
+            arp[k] = sh.sM[k] * sh.sN[k] * case.word / nmb
+    K = range(len(kernels))
+    network = [0.0] * conf.n
+    for c in range(conf.n):
+        per_dim = []
+        for j in range(len(net)):
+            load = sum(a2a[k] * conf.A[k][c] for k in K) * msg[j]
+            if load == 0:
+                per_dim.append(0.0)
+            elif bwf[j] == 0:  # a one-chip FC dimension (v2 bisection x(x-1)/2 = 0)
+                per_dim.append(_INF)
+            else:
+                per_dim.append(load / (net[j].link_bw_GBps * bwf[j]))
+        t = max(per_dim)
+        if dlrm:
+            t += sum(arp[k] * conf.A[k][c] for k in K) * (2 if eq is Equations.LEGACY else 1)
+        network[c] = t
+    return network
+
+
+def _hpl_network(case: _Case, conf: _Configs, sh: _Shards) -> list[float]:
+    """HPL: the larger of the point-to-point bytes over the first dimension and the
+    broadcast bytes over the second, per configuration."""
+    net, kernels = case.spec.system.network, case.spec.graph.kernels
+    bc = [0.0] * len(kernels)
+    p2 = [0.0] * len(kernels)
+    for k, kern in enumerate(kernels):
+        if kern.communication is Collective.BROADCAST and sh.hpl_x > 1:
+            bc[k] = kern.communication_bytes / sh.hpl_x
+        if kern.communication2 is Collective.POINT_TO_POINT and sh.hpl_y > 1:
+            p2[k] = kern.communication_bytes / sh.hpl_y
+    K = range(len(kernels))
+    return [
+        max(
+            sum(p2[k] * conf.A[k][c] for k in K) / net[0].link_bw_GBps,
+            sum(bc[k] * conf.A[k][c] for k in K) / net[1].link_bw_GBps,
+        )
+        for c in range(conf.n)
+    ]

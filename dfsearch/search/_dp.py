@@ -9,12 +9,25 @@ finds it best-first (A*, branch-and-bound with the admissible bound ``set_bound`
 ideals as int64 bitmasks (graphs of at most 62 kernels) and a state budget. ``order_dp`` is
 the same recursion as a DP restricted to the prefixes of one topological order (contiguous
 blocks), for graphs whose ideals are too many; it is exact over contiguous splits of it.
+
+A state of ``ideal_search`` is (level c, ideal I, L): configurations 0..c-1 hold I; L = the
+weight kernels of I alone in their configuration (their weight and output buffers are
+tiled, see docs/model.md) that still have consumers outside I. g = the summed II so far;
+the priority is f = g + ``set_bound`` of the kernels not in I, a lower bound of the rest
+that is admissible and consistent (it splits over configurations). Expanding a state queues
+its candidate configurations lazily (``_expand``): a candidate S enters the queue with
+f = g + bound(S) + bound(rest minus S) and is costed by ``set_cost`` only when it reaches
+the front (``_cost_candidate``), so most candidates are never costed. Priorities are
+quantised to 1e-13 of the root bound (equal priorities: more kernels placed first, then the
+newest entry, which dives to a complete assignment), so the value returned is the optimum
+to within that.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from typing import NamedTuple
 
 import numpy as np
 from numba import objmode, types
@@ -23,7 +36,16 @@ from numba.typed import Dict
 from dfsearch.codes import Phase, Status
 from dfsearch.cost._jit import jit
 from dfsearch.cost.evaluate import bound_terms, set_bound, set_cost
-from dfsearch.cost.layout import NUM_SET, NUM_STATS, Control, SetSlot, Stat
+from dfsearch.cost.layout import (
+    NUM_SET,
+    NUM_STATS,
+    Constants,
+    Control,
+    EdgeTable,
+    KernelTable,
+    SetSlot,
+    Stat,
+)
 
 __all__ = ["ideal_search", "order_dp", "must_stop"]
 
@@ -211,78 +233,100 @@ def _popcount(x):
     return c
 
 
+class _Search(NamedTuple):
+    """What one ``ideal_search`` call reads and never writes."""
+
+    kt: KernelTable
+    et: EdgeTable
+    cn: Constants
+    preds: np.ndarray  #: int64 (n), bitmask of each kernel's predecessors
+    succs: np.ndarray  #: int64 (n), bitmask of each kernel's successors
+    topo: np.ndarray  #: int64 (n), a topological order
+    allowed: np.ndarray  #: int64 (C), bitmask of the kernels configuration c may hold
+    must: np.ndarray  #: int64 (C), bitmask of the kernels placed by the end of configuration c
+    allowed_at: np.ndarray  #: int64 (n, C), 1 when kernel k may sit in configuration c
+    dram_bw: float  #: GB/s of the DRAM regime
+    live_cap: float  #: cap on T_c x live activation bytes of the regime
+    terms: np.ndarray  #: per-kernel bound terms (``bound_terms``)
+    edge_tm: np.ndarray  #: per-edge memory time of the bound (``bound_terms``)
+    root: float  #: bound of the whole assignment (``set_bound`` of every kernel)
+    quantum: float  #: priorities are quantised to this (1e-13 of ``root``)
+    full: int  #: bitmask of every kernel
+    sram_cap: float  #: SRAM bytes above which a candidate is pruned (inf: no pruning)
+    inc_ptr: np.ndarray  #: CSR offsets of each kernel's edges (``sram_floor``)
+    inc_e: np.ndarray  #: the edges of each kernel (``sram_floor``)
+    kern_sram: np.ndarray  #: per-kernel SRAM floor terms (``sram_floor``)
+    edge_sram: np.ndarray  #: per-edge SRAM floor terms (``sram_floor``)
+
+
+class _Work(NamedTuple):
+    """Work arrays of one ``ideal_search`` call."""
+
+    where: np.ndarray  #: int8 (n), ``set_cost``'s placement of every kernel
+    members: np.ndarray  #: int64 (n), ``set_cost``'s members
+    k_pl: np.ndarray  #: int64 (n), ``set_cost``'s core allocation (lanes)
+    k_ps: np.ndarray  #: int64 (n), ``set_cost``'s core allocation (stages)
+    zero: np.ndarray  #: int64 (n), zeros: no fixed core pairs
+    out: np.ndarray  #: float64 (NUM_SET), ``set_cost``'s output
+    pos: np.ndarray  #: int64 (n + 2), DFS stack of ``_next_ideal``: position in ``topo``
+    mask: np.ndarray  #: int64 (n + 2), DFS stack: the ideal so far
+    sram: np.ndarray  #: float64 (n + 2), DFS stack: its SRAM floor
+    cnt: np.ndarray  #: int64 (n + 2), DFS stack: kernels added to the configuration
+
+
+class _States(NamedTuple):
+    """The states (level c, ideal I, lone kernels L) of ``ideal_search``, one entry each;
+    the arrays grow (``_reach``)."""
+
+    mask: np.ndarray  #: int64, the ideal I held by configurations 0..c-1
+    lone: np.ndarray  #: int64, L: lone weight kernels of I still read outside I
+    level: np.ndarray  #: int64, c
+    g: np.ndarray  #: float64, summed II of the best path found to the state
+    parent: np.ndarray  #: int64, the state that path comes from (-1: the root)
+    closed: np.ndarray  #: int8, 1 once expanded
+
+
+# long: the A* loop stays whole. With the queueing of an expansion's candidates and the
+# state update split into functions, it ran 1.3-1.5x slower on the README problem (0.16 ->
+# 0.25 ms per search): a call counts every array of its arguments up and down (atomic
+# operations; a record counts each of its arrays), and so does reading a record's array in
+# this loop, hence the unpacked locals. Its steps without allocation are split out.
 @jit
 def ideal_search(
     kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap, max_states,
     prune, assign, stats, control,
 ):  # fmt: skip
-    """Exact minimum of the sum of configuration IIs over every assignment (A*).
+    """Exact minimum of the sum of configuration IIs over every assignment (A* over chains of
+    order ideals: the module docstring).
 
-    A state is (level c, ideal I, L): configurations 0..c-1 hold I; L = the weight kernels of
-    I alone in their configuration (their weight and output buffers are tiled, see
-    docs/model.md) that still have consumers outside I. g = the summed II so far; the priority is
-    f = g + ``set_bound`` of the kernels not in I, a lower bound of the rest that is
-    admissible and consistent (it splits over configurations). Lazy: a candidate
-    configuration S enters the queue with f = g + bound(S) + bound(rest minus S) and is costed
-    by ``set_cost`` only when it reaches the front, so most candidates are never costed.
-    Priorities are quantised to 1e-13 of the root bound (equal priorities: more kernels placed
-    first, then the newest entry, which dives to a complete assignment), so the value
-    returned is the optimum to within that. ``preds[k]``/``succs[k]``: bitmasks of k's
-    predecessors / successors; ``topo``: a topological order; ``allowed[c]``/``must[c]``:
-    kernels configuration c may hold / that must be placed by its end. Writes the best
-    assignment into ``assign`` and returns its value (inf if none is feasible).
-    On wide graphs (more than ``INCUMBENT_AFTER`` candidates queued, or half the queue budget)
-    the contiguous-order DP over ``topo`` (``allowed_at[k, c]``: kernel k may sit in
-    configuration c) gives a known assignment: it is returned when it meets the root bound
-    (then optimal), else candidates whose f exceeds its value are no longer queued.
-    ``prune`` = 1: candidate configurations are not enumerated past a point where their SRAM
-    must exceed the capacity (``sram_floor``); they are then missing from the smallest
-    violations in ``stats``. ``stats[Stat.OVERFLOW]`` = 1 when more than ``max_states`` states or
-    ``QUEUE_PER_STATE * max_states`` queued candidates were needed (the result is then not
-    proven optimal). ``control`` stops it early (``must_stop``, checked every ``CHECK_EVERY``
-    queue pops): then ``stats[Stat.STOPPED]`` = ``stats[Stat.OVERFLOW]`` = 1 and it returns inf."""
-    n = kt.a.shape[0]
-    nc = allowed.shape[0]
-    full = (np.int64(1) << n) - 1
-    e_src, e_dst = et.src, et.dst
-    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
-    overlap = cn.overlap
-    root = set_bound(full, terms, edge_tm, overlap, e_src, e_dst)
-    quantum = root * 1e-13
-    if not quantum > 0.0:
-        quantum = 1e-300
-    # states
-    scap = 256
-    s_mask = np.zeros(scap, np.int64)
-    s_lone = np.zeros(scap, np.int64)
-    s_lvl = np.zeros(scap, np.int64)
-    s_g = np.zeros(scap)
-    s_par = np.full(scap, -1, np.int64)
-    s_closed = np.zeros(scap, np.int8)
+    ``preds[k]`` / ``succs[k]``: bitmasks of k's predecessors / successors; ``topo``: a
+    topological order; ``allowed[c]`` / ``must[c]``: the kernels configuration c may hold /
+    that must be placed by its end; ``prune`` = 1: SRAM pruning of candidates
+    (``_next_ideal``). Writes the best assignment into ``assign`` and returns its value (inf
+    if none is feasible). On wide graphs (``INCUMBENT_AFTER`` candidates queued, or half the
+    queue budget) the contiguous-order DP over ``topo`` gives a known assignment once
+    (``_incumbent``; ``allowed_at[k, c]`` = 1: kernel k may sit in configuration c): it is
+    returned when it meets the root bound (then optimal), else candidates whose f exceeds
+    its value are no longer queued. ``stats[Stat.OVERFLOW]`` = 1 when more than
+    ``max_states`` states or ``QUEUE_PER_STATE * max_states`` queued candidates were needed
+    (the result is then not proven optimal). ``control`` stops it early (``must_stop``,
+    checked every ``CHECK_EVERY`` queue pops): then ``stats[Stat.STOPPED]`` =
+    ``stats[Stat.OVERFLOW]`` = 1 and it returns inf."""
+    x = _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw,
+                       live_cap, prune)  # fmt: skip
+    w = _work(kt.a.shape[0])
+    terms, edge_tm, full, quantum, e_src, e_dst = x.terms, x.edge_tm, x.full, x.quantum, et.src, et.dst
+    states, index = _new_states(256)
+    s_mask, s_lone, s_lvl, s_g, s_par, s_closed = states
     nstates = 1
-    index = Dict.empty(key_type=_STATE_KEY3, value_type=types.int64)
-    index[(0, 0, 0)] = 0
     qmax = QUEUE_PER_STATE * max_states
+    incumbent_after = min(INCUMBENT_AFTER, qmax // 2)
     cut = np.inf  # candidates with a larger f cannot improve on a known assignment
     have_upper = False
-    incumbent_after = min(INCUMBENT_AFTER, qmax // 2)
-    hq = np.zeros(1024)
-    hi = np.zeros((1024, 4), np.int64)
-    hq, hi, _ = _queue_push(hq, hi, 0, qmax, np.floor(root / quantum), 0, 0, 0, -1)
+    hq, hi, _ = _queue_push(np.zeros(1024), np.zeros((1024, 4), np.int64), 0, qmax,
+                            np.floor(x.root / quantum), 0, 0, 0, -1)  # fmt: skip
     size = 1
     seq = 0  # entries queued after the root
-    where = np.zeros(n, np.int8)
-    members = np.zeros(n, np.int64)
-    k_pl = np.ones(n, np.int64)
-    k_ps = np.ones(n, np.int64)
-    zero = np.zeros(n, np.int64)
-    out = np.zeros(NUM_SET)
-    st_pos = np.zeros(n + 2, np.int64)
-    st_mask = np.zeros(n + 2, np.int64)
-    st_sram = np.zeros(n + 2)
-    st_cnt = np.zeros(n + 2, np.int64)
-    cap = cn.sram_cap * (1.0 + 1e-12) if prune == 1 and cn.sram_check else np.inf
-    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(kt, et)
     goal = -1
     ticks = 0
     while size > 0:
@@ -294,189 +338,284 @@ def ideal_search(
         top = _queue_pop(hq, hi, size)
         size -= 1
         sid = hi[top, QueueCol.STATE]
-        jm0 = hi[top, QueueCol.IDEAL]
-        base_mask = s_mask[sid]
-        base_lone = s_lone[sid]
-        c = s_lvl[sid]
-        g = s_g[sid]
-        if jm0 < 0:  # expand a state
-            if s_closed[sid] == 1:
+        jm = hi[top, QueueCol.IDEAL]
+        if jm >= 0:  # a candidate: cost it, reach (add or improve) its state and queue that
+            ii, keep = _cost_candidate(x, w, s_mask[sid], s_lone[sid], jm, stats)
+            if ii == np.inf:
                 continue
-            s_closed[sid] = 1
-            if c == nc:
-                goal = sid
-                break
-            alw = allowed[c]
-            mst = must[c]
-            last = c == nc - 1
-            sp = 0
-            st_pos[0] = 0
-            st_mask[0] = base_mask
-            st_sram[0] = 0.0
-            st_cnt[0] = 0
-            while sp >= 0:
-                pos = st_pos[sp]
-                jm = st_mask[sp]
-                sram = st_sram[sp]
-                cnt = st_cnt[sp]
-                sp -= 1
-                dead = False
-                while pos < n:
-                    v = topo[pos]
-                    bit = np.int64(1) << v
-                    if jm & bit:
-                        pos += 1
-                        continue
-                    if (alw & bit) == 0 or (preds[v] & ~jm) != 0:
-                        if mst & bit:
-                            dead = True
-                            break
-                        pos += 1
-                        continue
-                    if not (mst & bit):  # branch: leave v out
-                        sp += 1
-                        st_pos[sp] = pos + 1
-                        st_mask[sp] = jm
-                        st_sram[sp] = sram
-                        st_cnt[sp] = cnt
-                    # SRAM floor of every configuration holding the set plus v (see sram_floor)
-                    sram += kern_sram[v]
-                    for i in range(inc_ptr[v], inc_ptr[v + 1]):
-                        e = inc_e[i]
-                        u = e_src[e] if e_dst[e] == v else e_dst[e]
-                        ub = np.int64(1) << u
-                        if (jm & ub) and not (base_mask & ub):
-                            continue  # counted when u joined
-                        if u == e_src[e] and (base_lone & ub):
-                            continue  # read from a weight-tiled buffer
-                        sram += edge_sram[e]
-                    cnt += 1
-                    jm |= bit
-                    pos += 1
-                    if sram > cap and (cnt > 1 or kt.is_weight[v] == 0):
-                        dead = True
-                        break
-                if dead or (last and jm != full):
+            key = (s_lvl[sid] + 1, jm, keep)
+            total = s_g[sid] + ii
+            if key in index:
+                j = index[key]
+                if not total < s_g[j]:
                     continue
-                f = g + set_bound(jm & ~base_mask, terms, edge_tm, overlap, e_src, e_dst)
-                f += set_bound(full & ~jm, terms, edge_tm, overlap, e_src, e_dst)
-                if seq >= incumbent_after and not have_upper:
-                    have_upper = True
-                    # a wide graph: cut candidates that cannot beat a known assignment, the best
-                    # over contiguous blocks of the topological order (always feasible, relax 0)
-                    st_o = np.zeros(NUM_STATS)
-                    st_o[Stat.VIOL_SRAM :] = np.inf
-                    tmp = np.full(n, -1, np.int64)
-                    upper = order_dp(kt, et, cn, topo, allowed_at, dram_bw, live_cap, 0, tmp, st_o,
-                                     control)  # fmt: skip
-                    stats[Stat.EVALS] += st_o[Stat.EVALS]
-                    if st_o[Stat.STOPPED] > 0.0:
-                        stats[Stat.STOPPED] = 1.0
-                    if upper <= root * (1.0 + 1e-13):  # it meets the lower bound: optimal
-                        assign[:] = tmp
-                        stats[Stat.STATES] += nstates
-                        stats[Stat.QUEUE] += seq
-                        return upper
-                    cut = upper * (1.0 + 1e-9) + quantum
-                if f > cut:
-                    continue
-                hq, hi, ok = _queue_push(
-                    hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, sid, jm
-                )
-                if not ok:
+            else:
+                if nstates == max_states:
                     stats[Stat.OVERFLOW] = 1.0
                     continue
-                size += 1
-                seq += 1
-            continue
-        # cost configuration c = jm0 minus base_mask
-        jm = jm0
-        cnt = 0
-        one = -1
-        for k in range(n):
-            bit = np.int64(1) << k
-            if base_lone & bit:
-                where[k] = 3
-            elif base_mask & bit:
-                where[k] = 2
-            elif jm & bit:
-                where[k] = 1
-                cnt += 1
-                one = k
-            else:
-                where[k] = 0
-        set_cost(kt, et, cn, where, dram_bw, live_cap, 2, members, k_pl, k_ps, zero, out)
-        stats[Stat.EVALS] += 1
-        ii = out[SetSlot.II]
-        if ii == np.inf:
-            _record(stats, out)
-            continue
-        lone = base_lone
-        if cnt == 1 and kt.is_weight[one] == 1:
-            lone |= np.int64(1) << one
-        keep = np.int64(0)
-        rest = lone
-        while rest != 0:
-            low = rest & -rest
-            k = 0
-            while (np.int64(1) << k) != low:
-                k += 1
-            if succs[k] & ~jm:
-                keep |= low
-            rest &= rest - 1
-        key = (c + 1, jm, keep)
-        total = g + ii
-        if key in index:
-            j = index[key]
-            if not total < s_g[j]:
+                j = nstates
+                if j == s_mask.shape[0]:
+                    states = _grow_states(states, min(2 * j, max_states))
+                    s_mask, s_lone, s_lvl, s_g, s_par, s_closed = states
+                index[key] = j
+                s_mask[j], s_lone[j], s_lvl[j] = jm, keep, key[0]
+                nstates += 1
+            s_g[j], s_par[j], s_closed[j] = total, sid, 0
+            f = total + set_bound(full & ~jm, terms, edge_tm, cn.overlap, e_src, e_dst)
+            if f > cut:
                 continue
-        else:
-            if nstates == max_states:
+            hq, hi, ok = _queue_push(hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm),
+                                     seq + 1, j, -1)  # fmt: skip
+            if not ok:
                 stats[Stat.OVERFLOW] = 1.0
                 continue
-            j = nstates
-            if j == scap:
-                scap = min(2 * scap, max_states)
-                s_mask = _grow(s_mask, scap)
-                s_lone = _grow(s_lone, scap)
-                s_lvl = _grow(s_lvl, scap)
-                s_g = _grow(s_g, scap)
-                s_par = _grow(s_par, scap)
-                s_closed = _grow(s_closed, scap)
-            index[key] = j
-            s_mask[j] = jm
-            s_lone[j] = keep
-            s_lvl[j] = c + 1
-            nstates += 1
-        s_g[j] = total
-        s_par[j] = sid
-        s_closed[j] = 0
-        f = total + set_bound(full & ~jm, terms, edge_tm, overlap, e_src, e_dst)
-        if f > cut:
+            size += 1
+            seq += 1
             continue
-        hq, hi, ok = _queue_push(
-            hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm), seq + 1, j, -1
-        )
-        if not ok:
-            stats[Stat.OVERFLOW] = 1.0
+        if s_closed[sid] == 1:  # a state: expand it (once)
             continue
-        size += 1
-        seq += 1
+        s_closed[sid] = 1
+        if s_lvl[sid] == allowed.shape[0]:
+            goal = sid
+            break
+        # queue its candidates lazily, with f = g + bound(candidate) + bound(the rest)
+        base_mask, base_lone, g, c = s_mask[sid], s_lone[sid], s_g[sid], s_lvl[sid]
+        sp = _walk_from(w, base_mask)
+        while True:
+            sp, jm = _next_ideal(x, w, sp, base_mask, base_lone, c)
+            if jm < 0:
+                break
+            f = g + set_bound(jm & ~base_mask, terms, edge_tm, cn.overlap, e_src, e_dst)
+            f += set_bound(full & ~jm, terms, edge_tm, cn.overlap, e_src, e_dst)
+            if seq >= incumbent_after and not have_upper:
+                have_upper = True
+                upper, known = _incumbent(x, stats, control)
+                if upper <= x.root * (1.0 + 1e-13):  # it meets the lower bound: optimal
+                    assign[:] = known
+                    stats[Stat.STATES] += nstates
+                    stats[Stat.QUEUE] += seq
+                    return upper
+                cut = upper * (1.0 + 1e-9) + quantum
+            if f > cut:
+                continue
+            hq, hi, ok = _queue_push(hq, hi, size, qmax, np.floor(f / quantum), _popcount(jm),
+                                     seq + 1, sid, jm)  # fmt: skip
+            if not ok:
+                stats[Stat.OVERFLOW] = 1.0
+                continue
+            size += 1
+            seq += 1
     stats[Stat.STATES] += nstates
     stats[Stat.QUEUE] += seq
     if goal < 0:
         return np.inf
+    _trace_back(states, goal, assign)
+    return s_g[goal]
+
+
+@jit
+def _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap,
+                   prune):  # fmt: skip
+    """The ``_Search`` record of one call: the bound terms, the root bound and the priority
+    quantum, and the SRAM floor terms with the capacity they prune at (``prune`` = 1)."""
+    full = (np.int64(1) << kt.a.shape[0]) - 1
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    root = set_bound(full, terms, edge_tm, cn.overlap, et.src, et.dst)
+    quantum = root * 1e-13
+    if not quantum > 0.0:
+        quantum = 1e-300
+    cap = cn.sram_cap * (1.0 + 1e-12) if prune == 1 and cn.sram_check else np.inf
+    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(kt, et)
+    return _Search(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap,
+                   terms, edge_tm, root, quantum, full, cap, inc_ptr, inc_e, kern_sram,
+                   edge_sram)  # fmt: skip
+
+
+@jit
+def _work(n):
+    """Fresh ``_Work`` arrays for n kernels."""
+    return _Work(np.zeros(n, np.int8), np.zeros(n, np.int64), np.ones(n, np.int64),
+                 np.ones(n, np.int64), np.zeros(n, np.int64), np.zeros(NUM_SET),
+                 np.zeros(n + 2, np.int64), np.zeros(n + 2, np.int64), np.zeros(n + 2),
+                 np.zeros(n + 2, np.int64))  # fmt: skip
+
+
+@jit
+def _new_states(cap):
+    """``_States`` with room for ``cap`` states, holding the root (level 0, empty ideal) as
+    state 0, and the index (level, ideal, L) -> state."""
+    states = _States(np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
+                     np.zeros(cap), np.full(cap, -1, np.int64), np.zeros(cap, np.int8))  # fmt: skip
+    index = Dict.empty(key_type=_STATE_KEY3, value_type=types.int64)
+    index[(0, 0, 0)] = 0
+    return states, index
+
+
+@jit
+def _grow_states(states, cap):
+    """``states`` with room for ``cap`` states."""
+    return _States(_grow(states.mask, cap), _grow(states.lone, cap), _grow(states.level, cap),
+                   _grow(states.g, cap), _grow(states.parent, cap), _grow(states.closed, cap))  # fmt: skip
+
+
+@jit(step=True)
+def _walk_from(w, base_mask):
+    """Start the walk of ``_next_ideal`` at the ideal ``base_mask``: one branch on the
+    stack, at the first position of ``topo``. Returns the stack top."""
+    w.pos[0] = 0
+    w.mask[0] = base_mask
+    w.sram[0] = 0.0
+    w.cnt[0] = 0
+    return 0
+
+
+@jit(step=True)
+def _next_ideal(x, w, sp, base_mask, base_lone, c):
+    """The next candidate of the expansion of a state at level c with ideal ``base_mask``.
+
+    A depth-first walk along ``topo`` adds each kernel it may (allowed in c, predecessors
+    placed) and, unless c must hold it, also leaves it out (a branch pushed on the stack
+    ``w.pos`` / ``w.mask`` / ``w.sram`` / ``w.cnt``, ``sp`` its top). A branch dies when a
+    kernel c must place cannot be, or when the SRAM floor of c (``_sram_with``; it never
+    drops as kernels join) exceeds ``x.sram_cap``, unless c holds one weight kernel alone
+    (whose weights tiling may divide); pruned candidates are missing from the smallest
+    violations in ``stats``. The last configuration takes every kernel left.
+    Returns (sp, J): J the candidate ideal, -1 when the walk is done."""
+    n = x.topo.shape[0]
+    alw = x.allowed[c]
+    mst = x.must[c]
+    last = c == x.allowed.shape[0] - 1
+    while sp >= 0:
+        pos = w.pos[sp]
+        jm = w.mask[sp]
+        sram = w.sram[sp]
+        cnt = w.cnt[sp]
+        sp -= 1
+        dead = False
+        while pos < n:
+            v = x.topo[pos]
+            bit = np.int64(1) << v
+            if jm & bit:
+                pos += 1
+                continue
+            if (alw & bit) == 0 or (x.preds[v] & ~jm) != 0:
+                if mst & bit:
+                    dead = True
+                    break
+                pos += 1
+                continue
+            if not (mst & bit):  # branch: leave v out
+                sp += 1
+                w.pos[sp] = pos + 1
+                w.mask[sp] = jm
+                w.sram[sp] = sram
+                w.cnt[sp] = cnt
+            sram = _sram_with(x, v, jm, base_mask, base_lone, sram)
+            cnt += 1
+            jm |= bit
+            pos += 1
+            if sram > x.sram_cap and (cnt > 1 or x.kt.is_weight[v] == 0):
+                dead = True
+                break
+        if dead or (last and jm != x.full):
+            continue
+        return sp, jm
+    return sp, np.int64(-1)
+
+
+@jit(step=True)
+def _sram_with(x, v, jm, base_mask, base_lone, sram):
+    """``sram`` plus the SRAM floor terms (``sram_floor``) that kernel v adds to a
+    configuration holding ``jm`` minus ``base_mask``: its own, and those of its edges except
+    edges to kernels already in it (counted when they joined) and buffers read from a
+    weight-tiled producer (in ``base_lone``)."""
+    e_src, e_dst = x.et.src, x.et.dst
+    sram += x.kern_sram[v]
+    for i in range(x.inc_ptr[v], x.inc_ptr[v + 1]):
+        e = x.inc_e[i]
+        u = e_src[e] if e_dst[e] == v else e_dst[e]
+        ub = np.int64(1) << u
+        if (jm & ub) and not (base_mask & ub):
+            continue  # counted when u joined
+        if u == e_src[e] and (base_lone & ub):
+            continue  # read from a weight-tiled buffer
+        sram += x.edge_sram[e]
+    return sram
+
+
+@jit
+def _incumbent(x, stats, control):
+    """A known assignment: the best over contiguous blocks of the topological order (always
+    feasible, relax 0). Returns (its value, the assignment); its evaluations and a stop are
+    added to ``stats``."""
+    st = np.zeros(NUM_STATS)
+    st[Stat.VIOL_SRAM :] = np.inf
+    known = np.full(x.topo.shape[0], -1, np.int64)
+    upper = order_dp(x.kt, x.et, x.cn, x.topo, x.allowed_at, x.dram_bw, x.live_cap, 0, known, st,
+                     control)  # fmt: skip
+    stats[Stat.EVALS] += st[Stat.EVALS]
+    if st[Stat.STOPPED] > 0.0:
+        stats[Stat.STOPPED] = 1.0
+    return upper, known
+
+
+@jit(step=True)
+def _cost_candidate(x, w, base_mask, base_lone, jm, stats):
+    """II of the configuration holding ``jm`` minus ``base_mask`` after configurations that
+    hold ``base_mask`` (``set_cost``, lone weight kernels ``base_lone`` marked exactly: relax
+    2); inf when it breaks a rule or a capacity (the violation recorded in ``stats``). Also
+    returns the next state's L: the lone weight kernels of ``jm`` still read outside it."""
+    cnt = 0
+    one = -1
+    for k in range(x.kt.a.shape[0]):
+        bit = np.int64(1) << k
+        if base_lone & bit:
+            w.where[k] = 3
+        elif base_mask & bit:
+            w.where[k] = 2
+        elif jm & bit:
+            w.where[k] = 1
+            cnt += 1
+            one = k
+        else:
+            w.where[k] = 0
+    set_cost(x.kt, x.et, x.cn, w.where, x.dram_bw, x.live_cap, 2, w.members, w.k_pl, w.k_ps,
+             w.zero, w.out)  # fmt: skip
+    stats[Stat.EVALS] += 1
+    ii = w.out[SetSlot.II]
+    if ii == np.inf:
+        _record(stats, w.out)
+        return ii, np.int64(0)
+    lone = base_lone
+    if cnt == 1 and x.kt.is_weight[one] == 1:
+        lone |= np.int64(1) << one
+    keep = np.int64(0)
+    rest = lone
+    while rest != 0:
+        low = rest & -rest
+        k = 0
+        while (np.int64(1) << k) != low:
+            k += 1
+        if x.succs[k] & ~jm:
+            keep |= low
+        rest &= rest - 1
+    return ii, keep
+
+
+@jit(step=True)
+def _trace_back(states, goal, assign):
+    """Write the assignment of the best path to state ``goal`` into ``assign``: the kernels a
+    state adds to its parent's ideal sit in its last configuration."""
     j = goal
-    while s_par[j] >= 0:
-        p = s_par[j]
-        cur = s_mask[j]
-        prev = s_mask[p]
-        for k in range(n):
+    while states.parent[j] >= 0:
+        p = states.parent[j]
+        cur = states.mask[j]
+        prev = states.mask[p]
+        for k in range(assign.shape[0]):
             bit = np.int64(1) << k
             if (cur & bit) and not (prev & bit):
-                assign[k] = s_lvl[j] - 1
+                assign[k] = states.level[j] - 1
         j = p
-    return s_g[goal]
 
 
 @jit

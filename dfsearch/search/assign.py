@@ -102,13 +102,10 @@ def assign_configs(
     slots: deadline, evaluations each search may spend, stop flag) stops every search early;
     the assignment is then ``stopped`` and not exhaustive.
     """
-    from dfsearch.search import _dp
-
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}. Got {method!r} instead.")
     if control is None:
         control = no_control()
-
     n, nc = problem.num_kernels, problem.num_config
     if (fixed := problem.constants.fixed_config) or nc == 1:
         cfg = tuple(range(n)) if fixed else (0,) * n
@@ -124,64 +121,21 @@ def assign_configs(
         if stopped:
             regime_bounds.append(0.0)
             continue
-        stats = new_stats()
-        assign = np.full(n, -1, dtype=np.int64)
         if live_cap < 0:
             viol["dram_fixed"] = min(viol.get("dram_fixed", math.inf), -live_cap)
             regime_bounds.append(math.inf)
             continue
-        value = math.inf
-        exhaustive = False
-        if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
-            preds, succs, am, must = _dp.ideal_masks(problem.edges, allowed)
-            search_args = (
-                problem.kernels, problem.edges, problem.constants, preds, succs, topo, am, must,
-                allowed, bw, live_cap, max_states,
-            )  # fmt: skip
-            value = _dp.ideal_search(*search_args, 1, assign, stats, control)
-            exhaustive = stats[Stat.OVERFLOW] == 0
-            if value == math.inf and exhaustive:
-                _violations_unpruned(problem, search_args, stats, control)
-            bound = value if exhaustive else 0.0
-            overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
-        else:
-            overflow = True
-        if stats[Stat.STOPPED] > 0:
-            overflow = False  # stopped by the control array: no fallback, not exhaustive
-            stopped = True
-        if overflow:
-            used = "order-dp"
-            value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
-            if method in ("auto", "anneal") and anneal_iterations > 0:
-                used = "anneal"
-                value3, assign3 = _anneal(
-                    problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations,
-                    control,
-                )  # fmt: skip
-                if value3 < value2:
-                    value2, assign2 = value3, assign3
-            if value2 < value:
-                value, assign = value2, assign2
-            method_used = used
-            exhaustive = False
-            bound = 0.0
-        else:
-            method_used = "ideal-dp"
-        stopped = stopped or stats[Stat.STOPPED] > 0
+        stats = new_stats()
+        value, assign, used, exhaustive, bound = _solve_regime(
+            problem, bw, live_cap, topo, allowed, stats, method, max_states, seed,
+            anneal_iterations, control,
+        )  # fmt: skip
+        stopped = bool(stats[Stat.STOPPED] > 0)
         total_evals += int(stats[Stat.EVALS])
-        for name, slot in (
-            ("sram", Stat.VIOL_SRAM),
-            ("dram", Stat.VIOL_DRAM),
-            ("cores", Stat.VIOL_CORES),
-            ("config", Stat.VIOL_CONFIG),
-        ):
-            if stats[slot] < math.inf:
-                viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
+        _keep_violations(viol, stats)
         regime_bounds.append(bound)
         if value < math.inf and (best is None or value < best.value_ns):
-            best = Assignment(
-                tuple(int(c) for c in assign), float(value), method_used, exhaustive, 0, {}
-            )
+            best = Assignment(tuple(int(c) for c in assign), float(value), used, exhaustive, 0, {})
     lb = float(min(regime_bounds)) if regime_bounds else math.inf
     if best is None:
         proven = all(b == math.inf for b in regime_bounds)
@@ -189,6 +143,59 @@ def assign_configs(
     exhaustive = best.exhaustive and lb >= best.value_ns * (1 - 1e-12)
     return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
                       min(lb, best.value_ns), stopped)  # fmt: skip
+
+
+def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_states, seed,
+                  anneal_iterations, control):  # fmt: skip
+    """The best assignment in one DRAM regime (bandwidth ``bw``, cap ``live_cap`` on T_c x
+    live activation bytes): the exact search over order ideals (graphs of at most
+    ``MAX_IDEAL_KERNELS`` kernels), and when it overflows its budget in "auto" (or is not
+    tried) the order DP, improved by annealing in "auto" and "anneal". A search the control
+    array stops gets no fallback. Returns (value, assignment, method used, exhaustive,
+    lower bound of the regime); ``stats`` collects evaluations, stops and violations."""
+    from dfsearch.search import _dp
+
+    n = problem.num_kernels
+    assign = np.full(n, -1, dtype=np.int64)
+    value, exhaustive, bound, overflow = math.inf, False, 0.0, True
+    if n <= MAX_IDEAL_KERNELS and method in ("auto", "ideal-dp"):
+        preds, succs, am, must = _dp.ideal_masks(problem.edges, allowed)
+        search_args = (
+            problem.kernels, problem.edges, problem.constants, preds, succs, topo, am, must,
+            allowed, bw, live_cap, max_states,
+        )  # fmt: skip
+        value = _dp.ideal_search(*search_args, 1, assign, stats, control)
+        exhaustive = stats[Stat.OVERFLOW] == 0
+        if value == math.inf and exhaustive:
+            _violations_unpruned(problem, search_args, stats, control)
+        bound = value if exhaustive else 0.0
+        overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
+    if stats[Stat.STOPPED] > 0 or not overflow:
+        return value, assign, "ideal-dp", exhaustive, bound
+    used = "order-dp"
+    value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
+    if method in ("auto", "anneal") and anneal_iterations > 0:
+        used = "anneal"
+        value3, assign3 = _anneal(
+            problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations, control
+        )
+        if value3 < value2:
+            value2, assign2 = value3, assign3
+    if value2 < value:
+        value, assign = value2, assign2
+    return value, assign, used, False, 0.0
+
+
+def _keep_violations(viol: dict[str, float], stats: np.ndarray) -> None:
+    """Keep in ``viol`` the smallest violation per constraint seen so far."""
+    for name, slot in (
+        ("sram", Stat.VIOL_SRAM),
+        ("dram", Stat.VIOL_DRAM),
+        ("cores", Stat.VIOL_CORES),
+        ("config", Stat.VIOL_CONFIG),
+    ):
+        if stats[slot] < math.inf:
+            viol[name] = min(viol.get(name, math.inf), float(stats[slot]))
 
 
 #: state budget of the unpruned search that only words the "nothing fits" message

@@ -256,6 +256,18 @@ def _refuse(t0: float, why: str) -> ExactResult:
 
 
 # --------------------------------------------------------------------------- the solver
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """How ``solve_exact`` runs CP-SAT (its keyword arguments)."""
+
+    t0: float  #: perf_counter at the start of the call
+    time_limit_s: float
+    seed: int
+    workers: int
+    max_deterministic_time: float | None
+    log_incumbents: bool
+
+
 def solve_exact(
     problem: Problem,
     *,
@@ -306,8 +318,41 @@ def solve_exact(
     RuntimeError
         If the float evaluator rejects a solution of the model (a bug of this module).
     """
-    t0 = time.perf_counter()
+    run = _Settings(time.perf_counter(), time_limit_s, seed, workers, max_deterministic_time,
+                    log_incumbents)  # fmt: skip
     cp_model = _require_ortools()
+    screened = _screen(problem, run.t0, max_kernels, max_configs, max_cycle_options)
+    if isinstance(screened, ExactResult):
+        return screened
+    known = _known_solution(problem, hint)
+    b = _Builder(cp_model, problem, screened, known)
+    if b.infeasible:
+        return ExactResult("infeasible", None, math.inf, None, time.perf_counter() - run.t0, b.infeasible)
+    b.build()
+    _add_hint(b, hint)
+    name, solver, config, value, log = _solve_with_cuts(cp_model, b, known, run, presolve)
+    secs = time.perf_counter() - run.t0
+    msg = "; ".join(b.notes)
+    slack_ns = b.slack / b.scale
+    if name == "INFEASIBLE":
+        return ExactResult("infeasible", None, math.inf, None, secs, msg or "proven infeasible",
+                           None, b.scale, slack_ns, tuple(log))  # fmt: skip
+    bound = _unscale_bound(solver.best_objective_bound, b.slack, b.scale)
+    if name not in ("OPTIMAL", "FEASIBLE"):
+        why = "no solution within the limits" if name == "UNKNOWN" else f"CP-SAT status {name}"
+        return ExactResult("unknown", None, bound, None, secs, "; ".join([why] + b.notes),
+                           None, b.scale, slack_ns, tuple(log))  # fmt: skip
+    status = "optimal" if name == "OPTIMAL" else "feasible"
+    return ExactResult(status, value, min(bound, value), config, secs, msg,
+                       solver.objective_value / b.scale, b.scale, slack_ns, tuple(log))  # fmt: skip
+
+
+def _screen(
+    problem: Problem, t0: float, max_kernels: int, max_configs: int, max_cycle_options: int
+) -> ExactResult | list[list[tuple[int, int]]] | None:
+    """The answer without a model (refused: v2 num_input kernels, beyond the size limits;
+    one possible assignment: solved by the evaluator), else the cycle-model option tables
+    for the model (None in the FLOP model)."""
     n, nc = problem.num_kernels, problem.num_config
     k = problem.constants
     if k.per_config_tiles or (k.ii_num_input and np.any(problem.kernels.num_input > 1)):
@@ -323,58 +368,47 @@ def solve_exact(
     if n > max_kernels or nc > max_configs:
         return _refuse(t0, f"refused: {n} kernels and {nc} configurations exceed the limits "
                        f"({max_kernels} kernels, {max_configs} configurations)")  # fmt: skip
-    tables = None
-    if k.cycle_model:
-        tables = _tables(problem, max_cycle_options)
-        if tables is None:
-            return _refuse(t0, f"refused: the cycle-model option tables exceed "
-                           f"{max_cycle_options} entries (cores = {k.cores})")  # fmt: skip
-    known = _known_solution(problem, hint)
-    b = _Builder(cp_model, problem, tables, known)
-    if b.infeasible:
-        return ExactResult("infeasible", None, math.inf, None, time.perf_counter() - t0, b.infeasible)
-    b.build()
+    if not k.cycle_model:
+        return None
+    tables = _tables(problem, max_cycle_options)
+    if tables is None:
+        return _refuse(t0, f"refused: the cycle-model option tables exceed "
+                       f"{max_cycle_options} entries (cores = {k.cores})")  # fmt: skip
+    return tables
+
+
+def _add_hint(b: _Builder, hint: tuple[int, ...] | None) -> None:
+    """Give CP-SAT a valid hint (empty configurations closed up as the symmetry breaking
+    requires, ``_canonical``)."""
+    n, nc = b.n, b.nc
     if hint is not None and len(hint) == n and all(0 <= int(h) < nc for h in hint):
         h = _canonical(tuple(int(v) for v in hint), b.pairs, nc)
         for k in range(n):
             for c in range(nc):
                 b.model.add_hint(b.x[k][c], 1 if h[k] == c else 0)
 
-    def run(presolve: bool) -> tuple[str, object, list]:
-        solver = cp_model.CpSolver()
-        prm = solver.parameters
-        prm.num_workers = max(1, int(workers))
-        prm.random_seed = int(seed)
-        prm.relative_gap_limit = 0.0
-        prm.absolute_gap_limit = 0.0
-        prm.cp_model_presolve = presolve
-        prm.max_time_in_seconds = max(time_limit_s - (time.perf_counter() - t0), 0.01)
-        if max_deterministic_time is not None:
-            prm.max_deterministic_time = float(max_deterministic_time)
-        found: list[tuple[float, float]] = []
-        if log_incumbents:
 
-            class _Log(cp_model.CpSolverSolutionCallback):
-                def on_solution_callback(self) -> None:
-                    found.append((time.perf_counter() - t0, self.objective_value / b.scale))
-
-            code = solver.solve(b.model, _Log())
-        else:
-            code = solver.solve(b.model)
-        return solver.status_name(code), solver, found
-
-    notes = list(b.notes)
+def _solve_with_cuts(cp_model, b: _Builder, known, run: _Settings, presolve: bool):
+    """Solve, re-score the solution with the float evaluator and, while it rejects it at a
+    capacity boundary the integer model cannot see (float rounding of the tiled footprints,
+    v2 divisors of the weight bytes), cut that assignment off and solve again (at most
+    ``MAX_CUTS`` times, within the time limit; else the status becomes UNKNOWN). With
+    presolve on, an answer a known assignment refutes is recomputed without presolve.
+    Appends to ``b.notes``; returns (status name, solver, assignment, its sum of IIs,
+    incumbent log)."""
+    problem, n, nc = b.p, b.n, b.nc
     log: list[tuple[float, float]] = []
     cuts = 0
+    config, value = None, math.inf
     while True:
-        name, solver, part = run(presolve)
+        name, solver, part = _solve(cp_model, b, run, presolve)
         if presolve and known is not None and _contradicts(name, solver, known[1], b):
             # a known feasible assignment refutes CP-SAT's answer (OR-Tools 9.15 presolve
             # bugs, docs/exact.md): solve again without presolve
-            notes.append(f"CP-SAT presolve answered {name} against a known solution; "
-                         "re-solved without presolve")  # fmt: skip
+            b.notes.append(f"CP-SAT presolve answered {name} against a known solution; "
+                           "re-solved without presolve")  # fmt: skip
             presolve = False
-            name, solver, part = run(False)
+            name, solver, part = _solve(cp_model, b, run, False)
         log += part
         if name not in ("OPTIMAL", "FEASIBLE"):
             break
@@ -388,30 +422,41 @@ def solve_exact(
             raise RuntimeError(
                 f"BUG: the evaluator rejects the exact solver's assignment {config} (status {st})"
             )
-        # a capacity boundary the integer model cannot see (float rounding of the tiled
-        # footprints, v2 divisors of the weight bytes): cut this assignment off, re-solve
         cuts += 1
-        if cuts > MAX_CUTS or time.perf_counter() - t0 >= time_limit_s:
+        if cuts > MAX_CUTS or time.perf_counter() - run.t0 >= run.time_limit_s:
             name = "UNKNOWN"
             break
         b.model.add(sum(b.x[k][config[k]] for k in range(n)) <= n - 1)
     if cuts:
-        notes.append(f"{cuts} assignment(s) the evaluator rejects at a capacity boundary "
-                     "were cut off")  # fmt: skip
-    secs = time.perf_counter() - t0
-    msg = "; ".join(notes)
-    slack_ns = b.slack / b.scale
-    if name == "INFEASIBLE":
-        return ExactResult("infeasible", None, math.inf, None, secs, msg or "proven infeasible",
-                           None, b.scale, slack_ns, tuple(log))  # fmt: skip
-    bound = _unscale_bound(solver.best_objective_bound, b.slack, b.scale)
-    if name not in ("OPTIMAL", "FEASIBLE"):
-        why = "no solution within the limits" if name == "UNKNOWN" else f"CP-SAT status {name}"
-        return ExactResult("unknown", None, bound, None, secs, "; ".join([why] + notes),
-                           None, b.scale, slack_ns, tuple(log))  # fmt: skip
-    status = "optimal" if name == "OPTIMAL" else "feasible"
-    return ExactResult(status, value, min(bound, value), config, secs, msg,
-                       solver.objective_value / b.scale, b.scale, slack_ns, tuple(log))  # fmt: skip
+        b.notes.append(f"{cuts} assignment(s) the evaluator rejects at a capacity boundary "
+                       "were cut off")  # fmt: skip
+    return name, solver, config, value, log
+
+
+def _solve(cp_model, b: _Builder, run: _Settings, presolve: bool) -> tuple[str, object, list]:
+    """One CP-SAT solve of ``b.model`` within what is left of the time limit: (status name,
+    solver, (seconds, value) of every improving solution when logged)."""
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.num_workers = max(1, int(run.workers))
+    prm.random_seed = int(run.seed)
+    prm.relative_gap_limit = 0.0
+    prm.absolute_gap_limit = 0.0
+    prm.cp_model_presolve = presolve
+    prm.max_time_in_seconds = max(run.time_limit_s - (time.perf_counter() - run.t0), 0.01)
+    if run.max_deterministic_time is not None:
+        prm.max_deterministic_time = float(run.max_deterministic_time)
+    found: list[tuple[float, float]] = []
+    if run.log_incumbents:
+
+        class _Log(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                found.append((time.perf_counter() - run.t0, self.objective_value / b.scale))
+
+        code = solver.solve(b.model, _Log())
+    else:
+        code = solver.solve(b.model)
+    return solver.status_name(code), solver, found
 
 
 def _contradicts(name: str, solver, known_ii: float, b: _Builder) -> bool:
