@@ -15,7 +15,7 @@ weight kernels of I alone in their configuration (their weight and output buffer
 tiled, see docs/model.md) that still have consumers outside I. g = the summed II so far;
 the priority is f = g + ``set_bound`` of the kernels not in I, a lower bound of the rest
 that is admissible and consistent (it splits over configurations). Expanding a state queues
-its candidate configurations lazily (``_expand``): a candidate S enters the queue with
+its candidate configurations (``_next_ideal``) lazily: a candidate S enters the queue with
 f = g + bound(S) + bound(rest minus S) and is costed by ``set_cost`` only when it reaches
 the front (``_cost_candidate``), so most candidates are never costed. Priorities are
 quantised to 1e-13 of the root bound (equal priorities: more kernels placed first, then the
@@ -276,7 +276,7 @@ class _Work(NamedTuple):
 
 class _States(NamedTuple):
     """The states (level c, ideal I, lone kernels L) of ``ideal_search``, one entry each;
-    the arrays grow (``_reach``)."""
+    the arrays grow (``_grow_states``)."""
 
     mask: np.ndarray  #: int64, the ideal I held by configurations 0..c-1
     lone: np.ndarray  #: int64, L: lone weight kernels of I still read outside I
