@@ -247,11 +247,19 @@ class WorkloadKind(_Coded):
 
 
 class Equations(_Coded):
-    """Which of DFModel's equation sets to reproduce (docs/model.md)."""
+    """Which of DFModel's equation sets to reproduce (docs/model.md, "Equation sets")."""
 
     V1 = 1
     V2 = 2
-    LEGACY = 3
+    LEGACY = 3  #: the pre-v1 script of DFModel's Compare_w_existing runs
+    #: the pre-v1 script of DFModel's design-space runs: legacy but for the DLRM/FFT all-to-all
+    DESIGN_SPACE = 4
+
+    @property
+    def pre_v1(self) -> bool:
+        """Both pre-v1 scripts (input field 4 named ``miscellany``): the doubled TP and DLRM
+        gradient all-reduces."""
+        return self in (Equations.LEGACY, Equations.DESIGN_SPACE)
 
 
 class Status(_Coded):

@@ -2,9 +2,11 @@
 
 A mapping file is TOML or JSON (the JSON that ``dfsearch run --json`` writes is one) with:
 
-``shape``            list of network dimension sizes (may be omitted when every size is fixed)
+``shape``            list of network dimension sizes (may be omitted when every size is fixed);
+                     fixed sizes must match the spec's, the product the chips per copy
 ``micro_batch_size`` integer (default: the spec's, else 1)
-``num_tile``         integer T (default: from ``workload.tile_size``, else required for LLMs)
+``num_tile``         integer T (required when the spec has several tile counts, as LLMs do;
+                     with ``workload.tile_size``, T x tile_size must cover ``seq_len``)
 ``config``           table kernel name -> configuration index (may be omitted when forced)
 ``sharding``         table kernel name -> outer|m|k|n|none (omitted kernels: solved exactly)
 ``cores``            optional table kernel name -> {par_lane, par_stage} (cycle model)
@@ -14,6 +16,7 @@ Other keys (e.g. the results in a ``run --json`` file) are ignored.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +83,7 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
     shape = _read_shape(data, spec, issues)
     mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH,
                      issues)  # fmt: skip
-    tiles = outer_mod.tile_counts(spec)
-    t = _int_field(data, "num_tile", tiles[0] if len(tiles) == 1 else None, MAX_NUM_TILE, issues)
-    if t is None and "num_tile" not in data:
-        issues.append(Issue("num_tile", "is required: the spec leaves the tile size free."))
-        t = 1
+    t = _read_num_tile(data, spec, issues)
     config, c_eff = _read_config(data, spec, index, issues)
     pinned = _read_sharding(data, index, issues)
     pl, ps = _read_cores(data, spec, index, issues)
@@ -114,8 +113,26 @@ def _int_field(data: dict[str, Any], key: str, default: int | None, hi: int,
     return v
 
 
+def _read_num_tile(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> int:
+    """The tile count: given (and allowed by the workload, e.g. an LLM's tile-size bound),
+    or the spec's only one."""
+    from dfsearch.search import outer as outer_mod
+
+    tiles = outer_mod.tile_counts(spec)
+    t = _int_field(data, "num_tile", tiles[0] if len(tiles) == 1 else None, MAX_NUM_TILE, issues)
+    if t is None:
+        if "num_tile" not in data:  # else _int_field has said what is wrong with it
+            issues.append(Issue("num_tile", "is required: the spec leaves the tile count free."))
+        return 1
+    problem = model_of(spec.workload).tile_count_issue(spec, t)
+    if problem is not None:
+        issues.append(Issue("num_tile", problem))
+    return t
+
+
 def _read_shape(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> tuple[int, ...]:
-    """The network shape: given, or the spec's only one."""
+    """The network shape: given (each fixed size as the spec's, the product the chips per
+    copy), or the spec's only one."""
     from dfsearch.search import outer as outer_mod
 
     shapes = outer_mod.shapes(spec)
@@ -133,7 +150,27 @@ def _read_shape(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> tuple[
     if len(shape) != len(spec.system.network):
         dims = len(spec.system.network)
         issues.append(Issue("shape", f"must have {dims} entries. Got {len(shape)} instead."))
+        return tuple(shape)
+    issues.extend(_shape_issues(tuple(shape), spec))
     return tuple(shape)
+
+
+def _shape_issues(shape: tuple[int, ...], spec: Spec) -> list[Issue]:
+    """A shape that contradicts the spec's network: a fixed size changed, or a product other
+    than the chips of one copy."""
+    out = []
+    for i, (v, d) in enumerate(zip(shape, spec.system.network)):
+        if d.size > 0 and v != d.size:
+            out.append(Issue(f"shape[{i}]", f"must be {d.size}, the size system.network[{i}].size "
+                             f"fixes. Got {v} instead."))  # fmt: skip
+    chips = spec.system.num_chip // spec.num_copy
+    if not out and math.prod(shape) != chips:
+        copies = f" / {spec.num_copy} copies" if spec.num_copy > 1 else ""
+        sizes = " * ".join(map(str, shape))
+        out.append(Issue("shape", f"sizes must multiply to the chips of one copy, "
+                         f"system.num_chip{copies} = {chips}. Got {sizes} = {math.prod(shape)} "
+                         "instead."))  # fmt: skip
+    return out
 
 
 def _read_config(data: dict[str, Any], spec: Spec, index: dict[str, int],

@@ -173,8 +173,9 @@ class FullyConnected(TopologyKind):
     """p chips with a link between every pair (DFModel ``fc``).
 
     reduce 1/(p bw) (all p-1 links at once); all-to-all 1/bw (p^2/4 links across the cut);
-    latency 1 step; bisection p^2/4 (v1) or p(p-1)/2 (v2); p(p-1) links; no switch ports at
-    dimension 0, p^2 above it (DFModel's counts). The DP gradient all-reduce is not doubled.
+    latency 1 step; bisection p^2/4 (v1, legacy, design space) or p(p-1)/2 (v2); p(p-1)
+    links; no switch ports at dimension 0, p^2 above it (DFModel's counts). The DP gradient
+    all-reduce is not doubled.
     """
 
     code: Topology = Topology.FC

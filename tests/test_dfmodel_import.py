@@ -1198,7 +1198,8 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
     tdoc = _Doc()
     net = []
     for i, (letter, topology) in enumerate(zip("xyz", topo_dims)):
-        size = draw(st.integers(1, 3))
+        pipeline = bool(pars) and pars[i] == "PP"
+        size = draw(st.integers(1, min(3, workload.num_layer) if pipeline else 3))  # PP <= layers
         bw = draw(_float_text(positive=True, hi=1e3))
         tdoc.add(letter, str(size))
         tdoc.add(f"link_bw_{letter}", bw)

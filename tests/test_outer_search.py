@@ -206,7 +206,8 @@ def test_three_free_sizes_on_65536_chips_are_proven():
     assert [d.size for d in spec.system.network] == [0, 0, 0]
     r = search(spec)
     assert r.status is RunStatus.OPTIMAL
-    assert r.search.candidates == 153 * 13 * 13
+    # shapes (tp, pp, dp) with pp = 2^k <= num_layer = 80 (k <= 6): 17 - k each
+    assert r.search.candidates == sum(17 - k for k in range(7)) * 13 * 13
     assert math.prod(r.evaluation.decision.shape) == 65536
 
 

@@ -419,12 +419,13 @@ def llm_cases(draw) -> tuple[Spec, Decision]:
         gb = draw(st.integers(1, 16))  # mostly not divisible by mbs * DP
     else:
         gb = draw(st.integers(1, 3)) * mbs * chips
+    pp_size = max((s for s, p in zip(base, par) if p is PP), default=1)  # <= num_layer (validation)
     wl = LLMWorkload(
         hidden_dim=heads * hd,
         head_dim=hd,
         num_head=heads,
         seq_len=draw(st.integers(1, 64)),
-        num_layer=draw(st.integers(1, 8)),
+        num_layer=draw(st.integers(pp_size, 8)),
         global_batch_size=gb,
     )
     sharding = tuple(draw(st.sampled_from(c)) for c in choices)

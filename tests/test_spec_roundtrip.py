@@ -185,7 +185,7 @@ def workloads(draw: st.DrawFn, kind: str) -> object:
             head_dim=hd,
             num_head=heads,
             seq_len=draw(st.integers(1, 10**6)),
-            num_layer=draw(st.integers(1, 200)),
+            num_layer=draw(st.integers(4, 200)),  # >= any pp size drawn (1 to 4)
             global_batch_size=draw(st.integers(1, 10**9)),
             micro_batch_size=draw(st.integers(0, 64)),
             tile_size=draw(st.integers(0, 4096)),

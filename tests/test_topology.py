@@ -166,6 +166,8 @@ def _dfmodel_a2a_table(variant, shape, n, eq):
     x = shape[0]
     y = shape[1] if len(shape) > 1 else 1
     z = shape[2] if len(shape) > 2 else 1
+    if eq is Equations.DESIGN_SPACE:
+        return _dfmodel_design_space_a2a_table(variant, x, y, z, n)
     whole = {Equations.LEGACY: float(n * n)}.get(eq, n * (n - 1) / 2.0)
     if eq is Equations.LEGACY and variant == "r_r":
         whole = n * n / 2.0
@@ -183,6 +185,29 @@ def _dfmodel_a2a_table(variant, shape, n, eq):
         "r_r_r": [(whole, 2.0 * x * y), (whole, 2.0 * x * z), (whole, 2.0 * y * z)],
         "r_sw_sw": [(ix, 2.0), (ixy, y), (whole, z)],
         "sw_sw_sw": [(ix, x), (ixy, y), (whole, z)],
+    }[variant]
+
+
+def _dfmodel_design_space_a2a_table(variant, x, y, z, n):
+    """The same table for DFModel's design-space runs (docs/model.md, Equation sets):
+    (G/2)^2 messages for a group of G chips, g_j links across a torus dimension."""
+
+    def q(s):
+        return s * s / 4.0
+
+    whole = q(n)
+    return {
+        "sw": [(whole, x)],
+        "fc": [(whole, q(x))],
+        "r": [(whole, 2.0)],
+        "r_r": [(whole, x), (whole, y)],
+        "fc_fc": [(q(x), q(x)), (whole, q(y))],
+        "r_fc": [(q(x), 2.0), (whole, q(y))],
+        "r_sw": [(q(x), 2.0), (whole, y)],
+        "sw_sw": [(q(x), x), (whole, y)],
+        "r_r_r": [(whole, x * y), (whole, x * z), (whole, y * z)],
+        "r_sw_sw": [(q(x), 2.0), (q(x * y), y), (whole, z)],
+        "sw_sw_sw": [(q(x), x), (q(x * y), y), (whole, z)],
     }[variant]
 
 

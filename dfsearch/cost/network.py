@@ -134,29 +134,50 @@ def _grid_multipliers(shape: tuple[int, ...]) -> tuple[int, ...]:
     return x * y, x * z, y * z
 
 
+def _message_factors(
+    shape: tuple[int, ...], n: int, grid: bool, equations: Equations
+) -> list[float]:
+    """msg_j of each dimension: the messages of an N-chip all-to-all that cross its cut
+    (docs/model.md, "DLRM and FFT all-to-all"). The pairs of a group of g chips are
+    g(g-1)/2 (v1, v2, legacy inner dimensions) or g^2/4 (design space: the messages crossing
+    the group's middle cut); the whole network's are legacy's N^2 (N^2/2 on a 2-D grid)."""
+    design_space = equations is Equations.DESIGN_SPACE
+
+    def pairs(g: int) -> float:
+        return g * g / 4.0 if design_space else g * (g - 1) / 2.0
+
+    if equations is Equations.LEGACY:
+        whole = n * n / 2.0 if grid and len(shape) == 2 else float(n * n)
+    else:
+        whole = pairs(n)
+    out = []
+    group = 1
+    for j, s in enumerate(shape):
+        group *= s
+        out.append(whole if grid or j == len(shape) - 1 else pairs(group))
+    return out
+
+
 def a2a_factors(
     system: System, shape: tuple[int, ...], chips_per_copy: int, equations: Equations
 ) -> tuple[float, ...]:
     """ns per per-chip all-to-all byte on each dimension, msg_j / (link_bw_j * bwf_j),
-    for DLRM and FFT (docs/model.md, Network topologies; legacy message factors: Equation
-    sets). bwf_j is the kind's bisection links (times the grid multiplier in a grid); msg_j
-    is N(N-1)/2 on the outermost dimension and on every grid dimension, and the pairs inside
-    the group of dimensions 0..j on an inner hierarchical dimension."""
-    n = chips_per_copy
+    for DLRM and FFT (docs/model.md, Network topologies; the message factors of each
+    equation set: Equation sets). bwf_j is the kind's bisection links (times the grid
+    multiplier in a grid, halved in a design-space grid); msg_j is the pairs of the whole
+    network on the outermost dimension and on every grid dimension, and the pairs inside the
+    group of dimensions 0..j on an inner hierarchical dimension (``_message_factors``)."""
     kinds = tuple(d.topology.kind for d in system.network)
     bws = tuple(d.link_bw_GBps for d in system.network)
     grid = is_grid(kinds)
-    if equations is Equations.LEGACY:
-        whole = n * n / 2.0 if grid and len(kinds) == 2 else float(n * n)
-    else:
-        whole = n * (n - 1) / 2.0
+    msgs = _message_factors(shape, chips_per_copy, grid, equations)
     mult = _grid_multipliers(shape) if grid else (1,) * len(kinds)
+    # DFModel's design-space torus counts g_j links across a dimension's cut, v1 2 g_j
+    scale = 0.5 if grid and equations is Equations.DESIGN_SPACE else 1.0
     out = []
-    group = 1
     for j, (kind, bw) in enumerate(zip(kinds, bws)):
-        group *= shape[j]
-        m = whole if grid or j == len(kinds) - 1 else group * (group - 1) / 2.0
-        f = kind.bisection_links(shape[j], equations) * mult[j]
+        m = msgs[j]
+        f = kind.bisection_links(shape[j], equations) * mult[j] * scale
         # a dimension with no link across its bisection carries no traffic (0) or cannot (inf)
         out.append(0.0 if m == 0 else (m / (bw * f) if f > 0 else math.inf))
     return tuple(out)

@@ -1,8 +1,10 @@
 """DFModel's number-changing quirks as named switches.
 
-The default ``Quirks()`` reproduces DFModel. Each field is one of the quirks listed in
-docs/model.md ("Quirks we replicate by default"); ``Quirks.textbook()`` flips the ones that
-have a corrected alternative, together.
+Each field is one of the quirks listed in docs/model.md. A field that is True reproduces
+DFModel; the default ``Quirks()`` reproduces DFModel ("Quirks we replicate by default")
+except for the fields whose default is False, the quirks we fix by default ("Bugs we fix and
+other decisions"). ``Quirks.dfmodel()`` reproduces DFModel throughout; ``Quirks.textbook()``
+flips every switch to its corrected alternative, together.
 Lowering (``dfsearch.cost.lower``) is the only reader: the jitted evaluator sees plain numbers.
 """
 
@@ -36,6 +38,16 @@ class Quirks:
     #: FFT shard rule: sN = ceil(N / chips per copy) is applied to
     #: every kernel; DFModel applies it to kernels 0 and 1 only and leaves others at 0.
     #: (Not a replicated quirk: DFModel's behaviour makes other kernels free; see docs/model.md.)
+
+    #: Pipeline p2p charged whenever a pp dimension exists, also when its size is 1 (no
+    #: pipeline: nothing is sent). Fixed by default (False: p2p = 0 when PP = 1); True
+    #: reproduces DFModel.
+    p2p_without_pipeline: bool = False
+
+    @classmethod
+    def dfmodel(cls) -> Quirks:
+        """Every switch at DFModel's behaviour, the ones we fix by default included."""
+        return replace(cls(), **{f.name: True for f in fields(cls)})
 
     @classmethod
     def textbook(cls) -> Quirks:

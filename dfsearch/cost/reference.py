@@ -164,6 +164,8 @@ def _composed_bisection(
     nd = len(kinds)
     legacy = equations is Equations.LEGACY
     bis = [kinds[j].bisection_links(shape[j], equations) for j in range(nd)]
+    if equations is Equations.DESIGN_SPACE:
+        return _composed_design_space(kinds, bis, shape, n)
     if nd > 1 and all(k.direct for k in kinds):
         if nd == 2:
             whole = n * n / 2 if legacy else n * (n - 1) / 2
@@ -181,6 +183,50 @@ def _composed_bisection(
     return msg, bis
 
 
+def _composed_design_space(
+    kinds: list, bis: list[float], shape: tuple[int, ...], n: int
+) -> tuple[list[float], list[float]]:
+    """``_composed_bisection`` with the design-space script's constants: (G/2)^2 messages for
+    a group of G chips, and a grid dimension counts half its kind's links times the torus
+    multiplier (DFModel's design-space torus: g_j links per dimension)."""
+    nd = len(kinds)
+    whole = n * n / 4
+    if nd > 1 and all(k.direct for k in kinds):
+        half = [b / 2 for b in bis]
+        if nd == 2:
+            return [whole, whole], [half[0] * shape[0], half[1] * shape[1]]
+        x, y, z = shape
+        return [whole] * 3, [half[0] * x * y, half[1] * x * z, half[2] * y * z]
+    msg = [math.prod(shape[: j + 1]) ** 2 / 4 for j in range(nd - 1)] + [whole]
+    return msg, bis
+
+
+def _design_space_table(
+    variant: str, x: int, y: int, z: int, n: int
+) -> tuple[list[float], list[float]] | None:
+    """DFModel's design-space script, variant by variant (docs/model.md, Equation sets);
+    None for a network DFModel does not have."""
+    q = n * n / 4  # messages crossing the whole network's middle cut
+
+    def sq(s: int) -> float:
+        return s * s / 4
+
+    table = {
+        "sw": ([q], [x]),
+        "fc": ([q], [sq(x)]),
+        "r": ([q], [2]),
+        "r_r": ([q, q], [x, y]),
+        "fc_fc": ([sq(x), q], [sq(x), sq(y)]),
+        "r_fc": ([sq(x), q], [2, sq(y)]),
+        "r_sw": ([sq(x), q], [2, y]),
+        "sw_sw": ([sq(x), q], [x, y]),
+        "r_r_r": ([q, q, q], [x * y, x * z, y * z]),
+        "r_sw_sw": ([sq(x), sq(x * y), q], [2, y, z]),
+        "sw_sw_sw": ([sq(x), sq(x * y), q], [x, y, z]),
+    }
+    return table.get(variant)
+
+
 def _bisection_table(
     topologies: tuple[Topology, ...], shape: tuple[int, ...], n: int, equations: Equations
 ) -> tuple[list[float], list[float]]:
@@ -189,6 +235,10 @@ def _bisection_table(
     x = shape[0]
     y = shape[1] if len(shape) > 1 else 1
     z = shape[2] if len(shape) > 2 else 1
+    if equations is Equations.DESIGN_SPACE:
+        ds = _design_space_table(variant, x, y, z, n)
+        if ds is not None:
+            return ds
     legacy = equations is Equations.LEGACY
     v2 = equations is Equations.V2
     # message factor of the pairs that cross the outermost level: N(N-1)/2, legacy N^2
@@ -461,6 +511,8 @@ def _pipeline(case: _Case) -> dict:
         wl = spec.workload
         inter = 2 * wl.hidden_dim * wl.seq_len * case.word if case.training else 0
         p2p = (1 / spec.system.network[case.pp_dim].link_bw_GBps) * inter * case.layers
+        if pp == 1 and not case.quirks.p2p_without_pipeline:
+            p2p = 0.0  # PP = 1 is no pipeline: nothing is sent between stages
     return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
                 pipeline_factor=pipeline_factor, p2p_ns=p2p)  # fmt: skip
 
@@ -970,7 +1022,7 @@ def _llm_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[flo
 def _all_to_all_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
     """DLRM / FFT: the all-to-all bytes of the configuration's kernels over each network
     dimension's bisection (the slowest dimension counts; a one-chip FC dimension with
-    traffic is infinitely slow), + DLRM's periodic all-reduce (x2 in legacy)."""
+    traffic is infinitely slow), + DLRM's periodic all-reduce (x2 in both pre-v1 sets)."""
     net, chips, eq = case.spec.system.network, case.chips, case.spec.execution.equations
     kernels, dlrm = case.spec.graph.kernels, case.dlrm
     msg, bwf = _bisection_table(tuple(d.topology for d in net), case.shape, chips, eq)
@@ -978,7 +1030,9 @@ def _all_to_all_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> l
     arp = [0.0] * len(kernels)
     for k, kern in enumerate(kernels):
         if kern.communication is Collective.ALL_TO_ALL and chips > 1:
-            a2a[k] = kern.communication_bytes / (chips if dlrm else chips * chips)
+            # DLRM: / N (design space: the whole bytes per chip); FFT: / N^2
+            per = (1 if eq is Equations.DESIGN_SPACE else chips) if dlrm else chips * chips
+            a2a[k] = kern.communication_bytes / per
         if dlrm and kern.communication is Collective.ALL_REDUCE_PERIODIC:
             arp[k] = sh.sM[k] * sh.sN[k] * case.word / nmb
     K = range(len(kernels))
@@ -995,7 +1049,7 @@ def _all_to_all_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> l
                 per_dim.append(load / (net[j].link_bw_GBps * bwf[j]))
         t = max(per_dim)
         if dlrm:
-            t += sum(arp[k] * conf.A[k][c] for k in K) * (2 if eq is Equations.LEGACY else 1)
+            t += sum(arp[k] * conf.A[k][c] for k in K) * (2 if eq.pre_v1 else 1)
         network[c] = t
     return network
 

@@ -9,8 +9,11 @@ the importer knows for every field whether it is an ``int64``, a ``float``, a ``
 float field, ``length: 1073740000000`` an int64 one).
 
 Which equations (docs/model.md, "Equation sets"): an input with ``miscellany`` instead of
-``execution`` is a legacy input (:attr:`Equations.LEGACY`, with ``separate_rs_ag_for_ar`` on
-unless the file says otherwise). Otherwise the form of the overlap field decides, as it is
+``execution`` is a pre-v1 input, read with :attr:`Equations.LEGACY` (with
+``separate_rs_ag_for_ar`` on unless the file says otherwise). DFModel's design-space runs were
+written by another pre-v1 script whose inputs look the same but whose DLRM/FFT all-to-all
+differs: ``load_dfmodel(text, legacy_as=Equations.DESIGN_SPACE)`` reads a pre-v1 input with
+those equations instead. Otherwise the form of the overlap field decides, as it is
 what defines the two versions: ``perfect_overlap`` (v1's bool) gives :attr:`Equations.V1`,
 ``overlap`` (v2's enum) :attr:`Equations.V2`. Without either, any v2-only structural field
 (:data:`V2_STRUCTURAL`) gives V2. The v2 *option* fields (``separate_rs_ag_for_ar``,
@@ -977,7 +980,7 @@ class _Builder:
             overlap = Overlap.PERFECT
         separate = node.get("separate_rs_ag_for_ar")
         if separate is None:
-            separate = equations is Equations.LEGACY  # legacy: all-reduce as RS + AG
+            separate = equations.pre_v1  # pre-v1 scripts: all-reduce as RS + AG
         kw = dict(
             style=style,
             num_config=self.integer(node, "num_config", low=0),
@@ -1088,6 +1091,16 @@ def _describe_ids(ids: list[int]) -> str:
     return f"kernel ids are {shown}"
 
 
+def _equations_of(dse: _Node, ctx: _Ctx) -> Equations:
+    """The equation set of a v1 or v2 input: the form of the overlap field (v1's bool
+    ``perfect_overlap``), else any v2-only structural field."""
+    exe = dse.get("execution")
+    if isinstance(exe, _Node) and exe.has("perfect_overlap"):
+        return Equations.V1
+    structural = {p.rsplit(".", 1)[-1] for p, _ in ctx.v2_uses} & set(V2_STRUCTURAL)
+    return Equations.V2 if structural else Equations.V1
+
+
 # =========================================================================== public API
 _DETECT = re.compile(
     r"^[ \t]*(?:dataflow_graph|system|execution|miscellany)[ \t]*:?[ \t]*[{<]", re.MULTILINE
@@ -1109,7 +1122,9 @@ def looks_like_dfmodel(text: str) -> bool:
     return bool(_DETECT.search(text))
 
 
-def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
+def load_dfmodel(
+    text: str, *, file: str | None = None, legacy_as: Equations = Equations.LEGACY
+) -> Spec:
     """Read a DFModel input (message ``DSE`` in protobuf text format) into a validated Spec.
 
     Parameters
@@ -1118,6 +1133,10 @@ def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
         The content of a DFModel ``setup.txt``.
     file : str, optional
         File name, used in error messages.
+    legacy_as : Equations, optional
+        The equation set of a pre-v1 input (``miscellany``), which the text cannot tell
+        (docs/model.md, "Equation sets"): ``LEGACY`` (default, DFModel's Compare_w_existing
+        script) or ``DESIGN_SPACE`` (its design-space script). Unused for v1 and v2 inputs.
 
     Returns
     -------
@@ -1134,7 +1153,14 @@ def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
         required fields, dangling connections, ...) is reported at once, with field paths in
         DFModel's vocabulary (``dataflow_graph.kernels[3].gemm_input1_weight.M``). Semantic
         problems found by :func:`dfsearch.validate.validate_spec` are raised the same way.
+    ValueError
+        If ``legacy_as`` is not one of the two pre-v1 equation sets.
     """
+    if not legacy_as.pre_v1:
+        raise ValueError(
+            f"legacy_as must be a pre-v1 equation set ('legacy' or 'design_space'), not "
+            f"{legacy_as.label!r}"
+        )
     root = parse_pbtxt(text, file=file)
     ctx = _Ctx()
     dse = _decode(root, "DSE", "", ctx)
@@ -1149,15 +1175,7 @@ def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
             "'execution'); give only one.",
         )
     exec_name = "miscellany" if legacy and not dse.has("execution") else "execution"
-    structural = {p.rsplit(".", 1)[-1] for p, _ in ctx.v2_uses} & set(V2_STRUCTURAL)
-    if legacy:
-        equations = Equations.LEGACY
-    elif isinstance(dse.get("execution"), _Node) and dse.get("execution").has("perfect_overlap"):
-        equations = Equations.V1
-    elif structural:
-        equations = Equations.V2
-    else:
-        equations = Equations.V1
+    equations = legacy_as if legacy else _equations_of(dse, ctx)
 
     exe_node = builder.message(dse, exec_name)
     graph = builder.graph(builder.message(dse, "dataflow_graph"), exe_node)
@@ -1185,8 +1203,9 @@ def load_dfmodel(text: str, *, file: str | None = None) -> Spec:
     return spec
 
 
-def load_dfmodel_file(path: str | Path) -> Spec:
-    """Read a DFModel ``setup.txt`` from disk; see :func:`load_dfmodel`.
+def load_dfmodel_file(path: str | Path, *, legacy_as: Equations = Equations.LEGACY) -> Spec:
+    """Read a DFModel ``setup.txt`` from disk; see :func:`load_dfmodel` (and ``legacy_as``
+    there: the equation set of a pre-v1 input).
 
     Raises
     ------
@@ -1195,7 +1214,7 @@ def load_dfmodel_file(path: str | Path) -> Spec:
     """
     from dfsearch.loader import read_text
 
-    return load_dfmodel(read_text(path), file=str(path))
+    return load_dfmodel(read_text(path), file=str(path), legacy_as=legacy_as)
 
 
 def _validate(spec: Spec) -> list[Issue]:

@@ -1,7 +1,7 @@
 """The search engine: runs the selected strategies, every candidate scored by the evaluator.
 
-An *outer choice* is a network shape x tile count x configuration count (micro-batch size 1
-or pinned). The engine owns what a search learns (``SearchState``: incumbent, open bound,
+An *outer choice* is a network shape x tile count x micro-batch size x configuration count
+(the micro-batch size is pinned, or 1 whenever that provably wins: ``outer.micro_batch_sizes``). The engine owns what a search learns (``SearchState``: incumbent, open bound,
 proven values, violations, budget) and two strategies from ``search/strategies``
 (``spec.search.strategy`` and ``spec.search.assignment``, docs/design.md "Search
 strategies"):
@@ -57,7 +57,8 @@ from dfsearch.workloads import model_of
 
 __all__ = ["search", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
-#: (shape, tile count) pairs above which the "auto" outer strategy samples instead of bounding
+#: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
+#: instead of bounding
 BOUND_LIMIT = 5_000
 #: outer choices the "optuna" outer strategy solves
 OPTUNA_TRIALS = 300
@@ -79,7 +80,8 @@ class SearchState:
     solved: int = 0
     pruned: int = 0
     open_bound: float = math.inf  #: min objective bound of choices not solved exactly
-    #: (shape, tile count, configuration count, dominance step) -> bound of the objective
+    #: (shape, tile count, micro-batch size, configuration count, dominance step) -> bound of
+    #: the objective
     #: from the proven optimal final_ns of that outer choice
     exact_values: dict[tuple, float] = field(default_factory=dict)
     violations: dict[str, Violation] = field(default_factory=dict)
@@ -122,11 +124,13 @@ class SearchState:
             self.open_bound = 0.0
             return None
 
-    def unbounded_pair(self, shape: tuple[int, ...], num_tile: int, c: int) -> Pair:
+    def unbounded_pair(
+        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int
+    ) -> Pair:
         sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache)
-        mbs = outer_mod.micro_batch_size(self.spec)
-        status, viol = outer_status(self.spec, Outer(shape, sharding, mbs, num_tile, c))
-        return Pair(shape, num_tile, sharding, 0.0, status, viol)
+        outer = Outer(shape, sharding, micro_batch_size, num_tile, c)
+        status, viol = outer_status(self.spec, outer)
+        return Pair(shape, num_tile, sharding, 0.0, status, viol, micro_batch_size)
 
     def solve(self, pair: Pair, c: int) -> float:
         return _solve(self, pair, c)  # looked up at call time (tests wrap engine._solve)
@@ -214,9 +218,13 @@ def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- outer space
-def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int]]:
-    """Every (shape, tile count) of the spec, shapes outermost."""
-    return [(s, t) for s in outer_mod.shapes(spec) for t in outer_mod.tile_counts(spec)]
+def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int, int]]:
+    """Every (shape, tile count, micro-batch size) of the spec, shapes outermost."""
+    tiles = outer_mod.tile_counts(spec)
+    return [
+        (s, t, m) for s in outer_mod.shapes(spec) for t in tiles
+        for m in outer_mod.micro_batch_sizes(spec, s)
+    ]  # fmt: skip
 
 
 def _config_counts(spec: Spec) -> list[int]:
@@ -257,19 +265,18 @@ def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) ->
 
 
 def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
-    """Sharding, outer feasibility and lower bound of every (shape, tile count); the bound
-    does not depend on the configuration count, ``c_any`` is one of them."""
+    """Sharding, outer feasibility and lower bound of every (shape, tile count, micro-batch
+    size); the bound does not depend on the configuration count, ``c_any`` is one of them."""
     spec = st.spec
-    mbs = outer_mod.micro_batch_size(spec)
     out = []
-    for shape, t in pairs:
+    for shape, t, mbs in pairs:
         if st.out_of_budget():
             raise _Stopped
         sharding = _sharding(spec, shape, t, st.sharding_cache)
         outer = Outer(shape, sharding, mbs, t, c_any)
         status, viol = outer_status(spec, outer)
         lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
-        out.append(Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol))
+        out.append(Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol, mbs))
     return out
 
 
@@ -280,8 +287,9 @@ class _Stopped(Exception):
 
 def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
     """The objective bound of a solved larger configuration count that dominates c."""
-    for (shape, t, c2, step), value in st.exact_values.items():
-        if shape == p.shape and t == p.num_tile and c2 > c and step and (c2 - c) % step == 0:
+    for (shape, t, mbs, c2, step), value in st.exact_values.items():
+        same = shape == p.shape and t == p.num_tile and mbs == p.micro_batch_size
+        if same and c2 > c and step and (c2 - c) % step == 0:
             return value
     return None
 
@@ -289,7 +297,7 @@ def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
 def _solve(st: SearchState, p: Pair, c: int) -> float:
     """Solve one outer choice; update the incumbent, the open bound and the violations."""
     spec = st.spec
-    mbs = outer_mod.micro_batch_size(spec)
+    mbs = p.micro_batch_size
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c)
     problem = lower(spec, outer)
     st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
@@ -300,7 +308,7 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     if a.exhaustive:  # a proof up to the strategy's proof_rel_gap: dominance uses the bound
         ii = min(a.value_ns, a.bound_ns)
         final = outer_mod.final_from_ii(problem, ii) if a.config else math.inf
-        key = (p.shape, p.num_tile, c, _dominance_step(spec, problem))
+        key = (p.shape, p.num_tile, mbs, c, _dominance_step(spec, problem))
         st.exact_values[key] = st.objective.bound(p.shape, final)
     else:
         final = outer_mod.final_from_ii(problem, a.bound_ns)
@@ -336,7 +344,7 @@ def _joint_sharding(st: SearchState) -> None:
                     continue
                 sh = list(d.sharding)
                 sh[i] = choice
-                p = Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0)
+                p = Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0, d.micro_batch_size)
                 c = effective_num_config(spec, len(current.configs))
                 problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile, c))
                 bound = st.objective.bound(d.shape, outer_mod.lower_bound_ns(problem))

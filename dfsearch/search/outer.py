@@ -1,4 +1,4 @@
-"""Outer choices: network shapes, micro-batch size, tile counts, configuration counts
+"""Outer choices: network shapes, micro-batch sizes, tile counts, configuration counts
 and a lower bound of the objective for one set of outer choices.
 """
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 
+from dfsearch.codes import ObjectiveKind
 from dfsearch.cost.lower import Problem
+from dfsearch.cost.network import groups
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.spec import AUTO, Spec
 from dfsearch.workloads import model_of
@@ -18,6 +20,7 @@ __all__ = [
     "tile_counts",
     "config_counts",
     "micro_batch_size",
+    "micro_batch_sizes",
     "lower_bound_ns",
     "final_from_ii",
 ]
@@ -67,11 +70,13 @@ def factorizations(n: int, k: int) -> list[tuple[int, ...]]:
 
 
 def shapes(spec: Spec) -> list[tuple[int, ...]]:
-    """Every network shape consistent with the fixed sizes, or the one shape the workload
+    """Every network shape consistent with the fixed sizes that the workload admits
+    (``WorkloadModel.admits_shape``: an LLM's PP <= num_layer), or the one shape the workload
     always uses (``WorkloadModel.only_shape``: a 1D LLM network spans every chip)."""
     net = spec.system.network
     chips = spec.system.num_chip // spec.num_copy
-    only = model_of(spec.workload).only_shape(spec.system, chips)
+    model = model_of(spec.workload)
+    only = model.only_shape(spec.system, chips)
     if only is not None:
         return [only]
     fixed = [d.size for d in net]
@@ -84,13 +89,14 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
         shape = list(fixed)
         for i, v in zip(free, f):
             shape[i] = v
-        out.append(tuple(shape))
+        if model.admits_shape(spec, tuple(shape)):
+            out.append(tuple(shape))
     return out
 
 
 def tile_counts(spec: Spec) -> list[int]:
-    """Candidate tile counts T, ascending (``WorkloadModel.tile_counts``: LLM
-    ceil(seq/tile_size) when the tile size is fixed, otherwise every divisor of seq_len;
+    """Candidate tile counts T, ascending (``WorkloadModel.tile_counts``: LLM every divisor
+    of seq_len, those >= ceil(seq/tile_size) plus that ceiling when a tile size is given;
     other workloads 1)."""
     return model_of(spec.workload).tile_counts(spec)
 
@@ -104,9 +110,29 @@ def config_counts(spec: Spec) -> list[int]:
 
 
 def micro_batch_size(spec: Spec) -> int:
-    """The micro-batch size (``WorkloadModel.micro_batch_size``: an LLM spec's, else 1,
-    which is optimal whenever it divides the batch; docs/model.md)."""
+    """The default micro-batch size, for a mapping file that gives none
+    (``WorkloadModel.micro_batch_size``: an LLM spec's, else 1)."""
     return model_of(spec.workload).micro_batch_size(spec)
+
+
+def micro_batch_sizes(spec: Spec, shape: tuple[int, ...]) -> list[int]:
+    """Micro-batch sizes searched on ``shape``, ascending (``WorkloadModel.micro_batch_sizes``:
+    an LLM spec's, or with 0 every divisor of global_batch_size / DP).
+
+    Only the smallest is kept when it dominates the others: the workload says it is never
+    slower nor less feasible with everything else fixed
+    (``WorkloadModel.smallest_micro_batch_wins``; docs/model.md, "Micro-batch size") and the
+    objective is the time per batch, which is all it compares.
+    """
+    model = model_of(spec.workload)
+    sizes = model.micro_batch_sizes(spec, groups(spec.system, shape).dp)
+    if (
+        len(sizes) > 1
+        and spec.search.objective is ObjectiveKind.TIME
+        and model.smallest_micro_batch_wins(spec)
+    ):
+        return sizes[:1]
+    return sizes
 
 
 def lower_bound_ns(problem: Problem) -> float:

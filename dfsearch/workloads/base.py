@@ -208,13 +208,32 @@ class WorkloadModel(ABC):
         free sizes (``search.outer.shapes``)."""
         return None
 
+    def admits_shape(self, spec: Spec, shape: tuple[int, ...]) -> bool:
+        """Whether the search considers this network shape (LLM: PP <= num_layer)."""
+        return True
+
     def tile_counts(self, spec: Spec) -> list[int]:
         """Tile counts T searched, ascending."""
         return [1]
 
+    def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
+        """What is wrong with a given tile count (a mapping file's ``num_tile``), or None."""
+        return None
+
     def micro_batch_size(self, spec: Spec) -> int:
-        """The micro-batch size searched (not a search dimension: docs/model.md)."""
+        """The default micro-batch size (a mapping file that gives none)."""
         return 1
+
+    def micro_batch_sizes(self, spec: Spec, dp: int) -> list[int]:
+        """Micro-batch sizes searched on a shape with ``dp`` data-parallel replicas,
+        ascending."""
+        return [self.micro_batch_size(spec)]
+
+    def smallest_micro_batch_wins(self, spec: Spec) -> bool:
+        """Whether, all other choices fixed, the smallest of ``micro_batch_sizes`` is never
+        slower nor less feasible than a larger one, so that the search may solve it alone
+        (``search.outer.micro_batch_sizes``)."""
+        return True
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
         """Infeasibility of the outer choices beyond the shape product (batch divisibility):

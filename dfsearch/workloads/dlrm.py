@@ -40,7 +40,8 @@ class DLRMWorkload:
 @dataclass(frozen=True)
 class DLRM(WorkloadModel):
     """DLRM rules: DP = the chips of one copy, micro-batch 1, one layer; the tables' bytes
-    are fixed DRAM; the all-to-all carries communication bytes / chips per chip."""
+    are fixed DRAM; the all-to-all carries communication bytes / chips per chip (the
+    design-space equations: the communication bytes themselves, docs/model.md)."""
 
     kind = WorkloadKind.DLRM
     spec_class = DLRMWorkload
@@ -68,12 +69,16 @@ class DLRM(WorkloadModel):
         )
 
     def network(self, ctx: Lowering) -> NetworkTerms:
-        """The all-to-all channels, and the periodic gradient all-reduce once per batch."""
+        """The all-to-all channels, and the periodic gradient all-reduce once per batch
+        (doubled by the pre-v1 equations)."""
         from dfsearch.cost import network
 
         spec, quirks = ctx.spec, ctx.quirks
-        legacy = spec.execution.equations is Equations.LEGACY
-        chan = all_to_all_channels(ctx, ctx.chips_per_copy)
+        equations = spec.execution.equations
+        legacy = equations.pre_v1
+        # DFModel's design-space script charges each chip the whole embedding exchange
+        divisor = 1 if equations is Equations.DESIGN_SPACE else ctx.chips_per_copy
+        chan = all_to_all_channels(ctx, divisor)
         once = [0.0] * len(spec.graph.kernels)
         for i, k in enumerate(spec.graph.kernels):
             if k.communication is not Collective.ALL_REDUCE_PERIODIC:

@@ -29,7 +29,7 @@ class FFTWorkload:
 class FFT(WorkloadModel):
     """FFT rules: one run per batch; N split over the chips of one copy (docs/model.md, "FFT
     shard rule"); the signal is fixed DRAM; an all-to-all kernel's bytes per chip are its
-    communication bytes / chips²; SRAM is not checked."""
+    communication bytes / chips² (every equation set); SRAM is not checked."""
 
     kind = WorkloadKind.FFT
     spec_class = FFTWorkload

@@ -4,11 +4,12 @@ are searched (docs/model.md)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Dim, Status, WorkloadKind
+from dfsearch.codes import Collective, Dim, Equations, Parallelism, Status, WorkloadKind
 from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
 
 if TYPE_CHECKING:
@@ -64,20 +65,71 @@ class LLM(WorkloadModel):
         """A one-dimensional network always spans every chip."""
         return (chips,) if len(system.network) == 1 else None
 
+    def admits_shape(self, spec: Spec, shape: tuple[int, ...]) -> bool:
+        """Every pipeline stage holds at least one layer: PP <= num_layer."""
+        from dfsearch.cost.network import groups
+
+        return groups(spec.system, shape).pp <= spec.workload.num_layer
+
     def tile_counts(self, spec: Spec) -> list[int]:
-        """ceil(seq_len / tile_size) when the tile size is fixed, else every divisor of
-        seq_len."""
+        """Every divisor of seq_len; a tile size is a lower bound (tile_size x T >= seq_len,
+        DFModel's rule): then the divisors T >= ceil(seq_len / tile_size), and that ceiling
+        itself when it is not a divisor."""
         from dfsearch.search.outer import divisors
 
         wl = spec.workload
-        if wl.tile_size > 0:
-            return [-(-wl.seq_len // wl.tile_size)]
-        return divisors(wl.seq_len)
+        divs = divisors(wl.seq_len)
+        if wl.tile_size <= 0:
+            return divs
+        fewest = _fewest_tiles(wl)
+        return sorted({fewest, *(d for d in divs if d >= fewest)})
+
+    def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
+        """A tile count below the tile-size bound: tile_size x T must cover seq_len."""
+        wl = spec.workload
+        if wl.tile_size <= 0 or wl.tile_size * num_tile >= wl.seq_len:
+            return None
+        return (
+            f"must be >= ceil(workload.seq_len / workload.tile_size) = "
+            f"ceil({wl.seq_len} / {wl.tile_size}) = {_fewest_tiles(wl)}: tile_size tokens x "
+            f"num_tile tiles must cover the sequence. Got {num_tile} instead."
+        )
 
     def micro_batch_size(self, spec: Spec) -> int:
-        """The spec's, or 1 (optimal whenever it divides the batch; docs/model.md)."""
+        """The spec's, or 1 when it is searched (0)."""
         mbs = spec.workload.micro_batch_size
         return mbs if mbs > 0 else 1
+
+    def micro_batch_sizes(self, spec: Spec, dp: int) -> list[int]:
+        """The spec's micro-batch size, or (0 = searched) every divisor m of
+        global_batch_size / DP, so that micro-batches of m fill the batch; [1] when DP does
+        not divide the batch (``outer_status`` reports it)."""
+        from dfsearch.search.outer import divisors
+
+        wl = spec.workload
+        if wl.micro_batch_size > 0:
+            return [wl.micro_batch_size]
+        if dp < 1 or wl.global_batch_size % dp:
+            return [1]
+        return divisors(wl.global_batch_size // dp)
+
+    def smallest_micro_batch_wins(self, spec: Spec) -> bool:
+        """True unless a second DRAM tier is faster than the first (docs/model.md,
+        "Micro-batch size"). For fixed other choices the micro-batch size m enters the model
+        only through the number of micro-batches global_batch / (m x DP), which only
+        shrinks as m grows (a larger pipeline factor, a larger gradient all-reduce per
+        execution), and the DRAM footprint fixed + m x live activations, which only grows:
+        capacities are loosest and every time term smallest at the smallest m, except that
+        overflowing the first DRAM tier switches to the capacity-weighted blend of the two
+        bandwidths, which is faster when the second tier is."""
+        mem = spec.system.memory
+        # the tier exists as ``cost.lower`` lowers it: v1/legacy, a finite first tier
+        tiered = (
+            spec.execution.equations is not Equations.V2
+            and mem.second_dram_bytes > 0
+            and mem.dram_bytes > 0
+        )
+        return not (tiered and mem.second_dram_bw_GBps > mem.dram_bw_GBps)
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
         """The global batch must divide by micro-batch x DP."""
@@ -114,6 +166,8 @@ class LLM(WorkloadModel):
         wl = spec.workload
         p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if spec.graph.is_training else 0.0)
         p2p *= ctx.batch.layers
+        if ctx.batch.pp == 1 and not ctx.quirks.p2p_without_pipeline:
+            p2p = 0.0  # PP = 1 is no pipeline: nothing is sent (DFModel: Quirks.dfmodel())
         return NetworkTerms(
             kernel_tile_ns=tile, kernel_once_ns=once, kernel_all_reduce=ar, edge_tile_ns=edges,
             ar_latency_ns=r.ar_latency, p2p_ns=p2p,
@@ -160,6 +214,7 @@ class LLM(WorkloadModel):
         from dfsearch.validate import check_searched_network
 
         check_searched_network(sink, system)
+        _check_pipeline_depth(sink, system, workload)
 
     def describe(self, workload: LLMWorkload) -> str:
         wl = workload
@@ -167,6 +222,43 @@ class LLM(WorkloadModel):
             f"hidden {wl.hidden_dim}, {wl.num_head} heads x {wl.head_dim}, seq {wl.seq_len}, "
             f"{wl.num_layer} layers, global batch {wl.global_batch_size}"
         )
+
+
+def _fewest_tiles(wl: LLMWorkload) -> int:
+    """ceil(seq_len / tile_size): the fewest tiles of tile_size tokens that cover the
+    sequence."""
+    return -(-wl.seq_len // wl.tile_size)
+
+
+def _check_pipeline_depth(sink: IssueSink, system: System, wl: LLMWorkload) -> None:
+    """PP <= num_layer when the spec settles the PP size: given, or implied because the pp
+    dimension is the only free one (a 1-dimensional network spans every chip)."""
+    net = system.network
+    pp_dims = [i for i, d in enumerate(net) if d.parallelism is Parallelism.PP]
+    if not pp_dims or wl.num_layer < 1 or any(d.size < 0 for d in net):
+        return
+    i = pp_dims[0]
+    size = net[i].size
+    free = [j for j, d in enumerate(net) if d.size == 0]
+    why = "every pipeline stage holds at least one layer"
+    if size == 0 and free == [i]:
+        fixed = math.prod(d.size for d in net if d.size > 0)
+        if system.num_chip % fixed:
+            return  # reported by check_searched_network
+        size = system.num_chip // fixed
+        if len(net) == 1:
+            spans = f"a 1-dimensional network spans system.num_chip = {size} chips"
+        else:
+            spans = (f"the pp dimension is the only free one, so it spans system.num_chip / "
+                     f"(the fixed sizes) = {system.num_chip} / {fixed} = {size} chips")  # fmt: skip
+        message = (f"is 0 (searched), but {spans}: the pipeline (pp) size must be <= "
+                   f"workload.num_layer = {wl.num_layer}, since {why}. Got 0 (PP = {size}) "
+                   "instead.")  # fmt: skip
+    else:
+        message = (f"must be <= workload.num_layer = {wl.num_layer}: it is the pipeline (pp) size, "
+                   f"and {why}. Got {size} instead.")  # fmt: skip
+    if size > wl.num_layer:
+        sink.add(f"system.network[{i}].size", message)
 
 
 def _kernel_collectives(

@@ -2,7 +2,7 @@
 
 An :class:`AssignmentStrategy` solves one lowered ``Problem`` (fixed outer choices) and
 returns an ``Assignment``. An :class:`OuterStrategy` decides which outer choices (shape, tile
-count, configuration count) are solved and in which order; it works on the engine's
+count, micro-batch size, configuration count) are solved and in which order; it works on the engine's
 :class:`OuterState` (incumbent, open bound, counters, budget) and solves a choice only
 through ``state.solve``, which runs the selected assignment strategy and re-scores the
 winner with the full evaluator. docs/design.md ("Search strategies") states the contract.
@@ -47,21 +47,24 @@ Progress = Callable[[int, int, "float | None"], None]
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """One (shape, tile count) with its sharding and the lower bound of its objective."""
+    """One (shape, tile count, micro-batch size) with its sharding and the lower bound of its
+    objective (the name predates the micro-batch size)."""
 
     shape: tuple[int, ...]
     num_tile: int
     sharding: tuple[Dim, ...]
-    bound: float  #: lower bound of the objective over this (shape, tile count); 0 = unbounded
+    bound: float  #: lower bound of the objective over this pair; 0 = unbounded
     status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
     violation: float
+    micro_batch_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class OuterSpace:
     """The outer choices of a spec and the limits an outer strategy works with."""
 
-    pairs: tuple[tuple[tuple[int, ...], int], ...]  #: (shape, tile count), shapes outermost
+    #: (shape, tile count, micro-batch size), shapes outermost
+    pairs: tuple[tuple[tuple[int, ...], int, int], ...]
     counts: tuple[int, ...]  #: distinct effective configuration counts, largest first
     bound_limit: int  #: pairs above which "auto" samples instead of bounding every pair
     trials: int  #: distinct outer choices a sampler solves
@@ -133,7 +136,9 @@ class OuterState(Protocol):
         while bounding (``stop`` then says so and ``open_bound`` is 0)."""
         ...
 
-    def unbounded_pair(self, shape: tuple[int, ...], num_tile: int, c: int) -> Pair:
+    def unbounded_pair(
+        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int
+    ) -> Pair:
         """A pair with its sharding and outer feasibility, without a bound."""
         ...
 

@@ -1,9 +1,9 @@
 """The outer strategy "optuna": a fixed number of outer choices sampled by Optuna's TPE.
 
-The seeded TPE sampler picks a (shape, tile count) index and a configuration-count index for
-up to ``space.trials`` distinct outer choices (a repeated pick is told as pruned and asked
-again, at most 20 times the trial count); each is solved through ``state.solve``. The
-outer choices are not bounded, so a sampled run never claims a proof.
+The seeded TPE sampler picks a (shape, tile count, micro-batch size) index and a
+configuration-count index for up to ``space.trials`` distinct outer choices (a repeated pick
+is told as pruned and asked again, at most 20 times the trial count); each is solved through
+``state.solve``. The outer choices are not bounded, so a sampled run never claims a proof.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class OptunaTPE:
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 continue
             seen.add(key)
-            shape, t = pairs[key[0]]
-            p = state.unbounded_pair(shape, t, counts[key[1]])
+            shape, t, mbs = pairs[key[0]]
+            p = state.unbounded_pair(shape, t, counts[key[1]], mbs)
             if p.status is not Status.OK:
                 state.note_outer_violation(p)
                 value = math.inf
