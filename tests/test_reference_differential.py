@@ -893,3 +893,22 @@ def test_v2_feasible_mapping_fits_in_sram() -> None:
     spec, d = _tiling_spec(401.0, skip_weight=False, equations=Equations.V2)
     ev = evaluate(spec, d)
     assert ev.status is Status.SRAM or max(c.sram_bytes for c in ev.configs) <= 401.0
+
+
+def test_twin_uses_the_decisions_configuration_count():
+    """With num_config "auto" a decision may carry empty trailing configurations (a searched
+    DLRM mapping does); the twin counts them as the evaluator does, so the FWD/BWD split
+    bounds and the per-configuration lists agree."""
+    from dataclasses import replace as dc_replace
+    from pathlib import Path
+
+    import dfsearch
+    from dfsearch.api import run
+    from dfsearch.loader import load_spec
+
+    spec = load_spec(Path(dfsearch.__file__).parent / "examples" / "dlrm_a100x128.toml")
+    spec = spec.replace("execution.style", "dataflow").replace("execution.num_config", "auto")
+    d = run(spec).evaluation.decision
+    padded = dc_replace(d, num_config=max(d.config) + 3)  # two empty configurations at the end
+    ref = compare(spec, padded)
+    assert len(ref.ii_ns) == padded.num_config

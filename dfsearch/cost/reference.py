@@ -530,7 +530,8 @@ def _configurations(case: _Case) -> _Configs:
         nconf = ex.num_config
     else:
         assert ex.num_config == AUTO
-        nconf = max(cfg) + 1
+        # the decision's own count (trailing configurations may be empty), as the evaluator
+        nconf = case.decision.num_config or max(cfg) + 1
     fixed = nconf == nk
     fwd_bwd = ex.style is ExecutionStyle.DATAFLOW and not fixed and case.training and nconf < nk
     if nconf % 2 == 0:
