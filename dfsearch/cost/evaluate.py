@@ -30,7 +30,6 @@ from dfsearch.cost.layout import (
     NUM_BND,
     NUM_CFG,
     NUM_RES,
-    NUM_SET,
     BoundCol,
     ConfigCol,
     ResultSlot,
@@ -45,14 +44,6 @@ __all__ = [
     "set_bound",
     "min_cycles",
     "combine_overlap",
-    "ConfigCol",
-    "ResultSlot",
-    "SetSlot",
-    "BoundCol",
-    "NUM_CFG",
-    "NUM_RES",
-    "NUM_SET",
-    "NUM_BND",
 ]
 
 
