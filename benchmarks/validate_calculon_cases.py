@@ -10,63 +10,51 @@ of the kernels), and prints the predicted batch time next to the measured one, t
 error, and dfsearch's DRAM per chip next to the 80 GiB of the GPU and the paper's per-GPU
 memory figures.
 
-Usage: ``python benchmarks/validate_calculon_cases.py [--json PATH] [--compute-util U]
-[--style kernel_by_kernel|dataflow]``
-
-Assumptions (all in ``case_toml``; the defaults are the "before" figure of the memory-model work)
-------------------------------------------------------------------------------------------------
-Chip (A100 80 GB SXM):
-  * 432 cores (108 SMs x 4 tensor cores) of 16 x 16 systolic arrays at 1.41 GHz: peak
-    2 x 16 x 16 x 432 x 1.41 = 311.9 TFLOP/s, the A100's 312 TFLOP/s dense FP16/BF16, written
-    the way DFModel (and ``examples/gpt3_1.5B_a100x4.toml``) writes an A100.
-  * SRAM 84 MiB (88,080,384 bytes), DFModel's A100 figure (the same example).
-  * HBM 2,000 GB/s (2.0 TB/s) and 80 GiB (85,899,345,920 bytes: the 81,920 MiB the 80 GB A100
-    reports) as ``dram_bytes``; a mapping that needs more is infeasible in dfsearch. When a
-    case does not fit, it is evaluated again with unlimited DRAM so that its time is still
-    reported, and the row is flagged.
-Network (Selene): three ``switch`` dimensions, innermost first, as Megatron places ranks:
-  * TP inside the node on NVSwitch: size TP (8 in every case), 300 GB/s per direction per GPU
-    (NVLink 3: 12 links x 25 GB/s);
-  * PP between nodes on InfiniBand: size PP, 25 GB/s per GPU (8 x 200 Gb/s HDR per node);
-  * DP between nodes on InfiniBand: size DP (1 in every case), 25 GB/s per GPU.
-  (The dimension order must be (tp, pp, dp) in dfsearch; with DP = 1 the order of PP and DP
-  between nodes changes nothing.)
-Execution:
-  * ``style = "kernel_by_kernel"``: a GPU runs one kernel at a time and every tensor between
-    kernels goes through HBM; dfsearch's dataflow fusion (several kernels sharing on-chip
-    memory) is not what Megatron's kernels do. ``--style dataflow`` lets dfsearch fuse
-    (``num_config = "auto"``).
-  * ``compute_util = 0``: dfsearch's cycle model (systolic-array padding and per-kernel core
-    allocation) rather than a fitted constant efficiency; ``--compute-util U`` switches to the
-    FLOP model, time = FLOP / (U x peak).
-  * ``overlap = "compute_memory"``: inside a kernel the GPU overlaps HBM traffic with math
-    (roofline, max of the two), while Megatron's tensor-parallel collectives run between
-    kernels and are not overlapped (Calculon's configurations say ``tensor_par_overlap =
-    none``), so network time is added.
-  * ``separate_rs_ag_for_ar = true``: the TP all-reduce moves 2(p-1)/p of the tensor per GPU,
-    a ring (NCCL) reduce-scatter + all-gather, instead of DFModel's half-volume quirk.
-  * ``equations = "v1"`` (the default), word 2 bytes (FP16), seed 0, no time limit: the result
-    depends on the inputs only.
-  * Quirks are dfsearch's defaults (``dfsearch.run`` always lowers with ``Quirks()``):
-    notably the pipeline bubble (PP-1)/(nmb x max(layers per stage - 1, 1)) and the pipeline
-    p2p charged once per batch (docs/model.md, "Quirks we replicate by default").
-  * Evaluation is ``dfsearch.run`` on a spec whose network sizes and micro-batch are fixed
-    (Megatron's), so the search only picks the tile count and the kernels' inter-chip
-    sharding (the Megatron split); with one configuration per kernel nothing else is free.
-What dfsearch does not model today, and so the two modes of one model get the same spec:
-  * activation recomputation (full: one more forward pass per layer; selective: the attention
-    core again), sequence parallelism (the elementwise kernels and the norms split over TP),
-    pipeline interleaving (175B and 530B use 3 virtual stages), embeddings and the logit
-    layer (vocabulary 51,200);
-  * in DRAM: optimizer state, gradients and the stash of in-flight micro-batches (dfsearch
-    holds the weights of the stage's layers plus one layer's activations x micro-batch).
-Published memory (``pub GiB``) is Figure 1 of the paper: parameters + optimizer state plus
-the activations with sequence parallelism + selective recomputation (``seqsel``); for
-``full`` the activations are derived as Figure 1's no-recompute activations x Figure 7's
-full-recompute percentage (marked ``*``).
+Usage: ``python benchmarks/validate_calculon_cases.py [--profile calculon|nominal]
+[--compute-util U | --fit] [--style kernel_by_kernel|dataflow] [--json PATH]``
 
 Error = predicted / measured - 1 (negative: dfsearch predicts a faster run). The summary gives
-the mean and the maximum of |error| over the cases.
+the mean and the maximum of |error| over the cases, and the same for DRAM per GPU against the
+paper's published memory.
+
+Inputs (all in ``case_toml``)
+-----------------------------
+Chip (A100 80 GB SXM): 432 cores (108 SMs x 4 tensor cores) of 16 x 16 systolic arrays at
+1.41 GHz, peak 2 x 16 x 16 x 432 x 1.41 = 311.9 TFLOP/s (the A100's 312 TFLOP/s dense
+FP16/BF16, written the way DFModel writes an A100); SRAM 84 MiB (DFModel's A100 figure); HBM
+2,000 GB/s and 80 GiB (``dram_bytes``: a mapping that needs more is infeasible; such a case is
+evaluated again with unlimited DRAM so that its time is still reported, and flagged).
+Network (Selene), three ``switch`` dimensions, innermost first, as Megatron places ranks: TP
+inside the node on NVSwitch (300 GB/s per GPU and direction), PP and DP between nodes on
+InfiniBand (25 GB/s per GPU). Word 2 bytes (FP16), ``separate_rs_ag_for_ar = true`` (NCCL's ring
+all-reduce moves 2(p-1)/p of the tensor), seed 0, no time limit.
+
+Training (``[training]``, docs/model.md "Training memory"): the training memory model (fp16
+weights, fp32 gradients (4 B) and Adam state with fp32 master weights (12 B) per parameter: 18
+B, as Megatron's mixed precision holds them); the case's recomputation (``full`` -> "full",
+``attn_only`` -> "selective") and sequence parallelism (the ``seqsel`` cases).
+
+Profiles (``--profile``):
+  * ``calculon`` (default): the efficiencies of Calculon's own A100 system file
+    (``systems/a100_80g.json``, recorded in the data file): links at 0.6 (NVLink) and 0.9
+    (InfiniBand) of their bandwidth, HBM at 0.9, and no overlap of compute, memory and network
+    time (its ``processing_mode: no_overlap``). Compute is dfsearch's cycle model at the
+    nominal peak (or ``--compute-util``).
+  * ``nominal``: nominal bandwidths, HBM traffic overlapped with compute inside a kernel,
+    collectives not overlapped (``overlap = "compute_memory"``).
+
+``--fit``: the FLOP model (time = FLOP / (u x peak)) with one sustained fraction of peak u,
+chosen on a grid 0.50, 0.51, ..., 1.00 to minimise the mean |error|; also reported
+leave-one-model-out: u chosen on the other three models' cases, error measured on the held-out
+model's two cases. This is a calibration, and the printout says so.
+
+What dfsearch does not model, and so stays in the error: pipeline interleaving (175B and 530B
+use 3 virtual stages; dfsearch uses DFModel's bubble rule, docs/model.md "Quirks"), the
+embedding and logit layers (vocabulary 51,200), the optimizer step, kernel launch gaps.
+Published memory (``pub GiB``) is Figure 1 of the paper: parameters + optimizer state plus the
+activations with sequence parallelism + selective recomputation (``seqsel``); for ``full``
+the activations are Figure 1's no-recompute activations x Figure 7's full-recompute
+percentage (marked ``*``).
 """
 
 from __future__ import annotations
@@ -77,6 +65,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +88,27 @@ IB_GBPS = 25.0  #: one 200 Gb/s HDR InfiniBand port per GPU
 
 STYLES = ("kernel_by_kernel", "dataflow")
 
+#: Calculon's activation_recompute -> dfsearch's training.recompute
+_RECOMPUTE = {"none": "none", "attn_only": "selective", "full": "full"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How compute, memory and network time combine and which fraction of each nominal
+    bandwidth is sustained."""
+
+    overlap: str
+    hbm_eff: float = 1.0
+    nvlink_eff: float = 1.0
+    ib_eff: float = 1.0
+
+
+#: ``calculon``: the efficiencies of Calculon's A100 system file (see the data file)
+PROFILES = {
+    "calculon": Profile(overlap="none", hbm_eff=0.9, nvlink_eff=0.6, ib_eff=0.9),
+    "nominal": Profile(overlap="compute_memory"),
+}
+
 
 def load_cases(path: Path = DATA) -> dict[str, Any]:
     """The validation data set (cases, models, published memory)."""
@@ -112,6 +122,7 @@ def case_toml(
     compute_util: float = 0.0,
     style: str = "kernel_by_kernel",
     dram_bytes: int = HBM_BYTES,
+    profile: Profile = PROFILES["calculon"],
 ) -> str:
     """A dfsearch TOML spec of one Megatron run: every network size and the micro-batch fixed."""
     tp, pp, dp = case["tensor_par"], case["pipeline_par"], case["data_par"]
@@ -122,6 +133,18 @@ def case_toml(
     heads, head_dim = model["attn_heads"], model["attn_size"]
     if heads * head_dim != model["hidden"] or model["feedforward"] != 4 * model["hidden"]:
         raise ValueError(f"{case['model']}: not a standard GPT layer")
+    nvlink, ib = NVSWITCH_GBPS * profile.nvlink_eff, IB_GBPS * profile.ib_eff
+    dims = "".join(
+        f'''
+[[system.network]]
+topology = "switch"
+size = {size}
+link_bw_GBps = {bw:g}
+parallelism = "{par}"
+'''
+        for size, bw, par in ((tp, nvlink, "tp"), (pp, ib, "pp"), (dp, ib, "dp"))
+    )
+    flag = {True: "true", False: "false"}
     return f"""\
 [workload]
 kind = "llm"
@@ -147,37 +170,27 @@ sram_bytes = {A100_SRAM_BYTES}
 freq_GHz = {A100_FREQ_GHZ}
 
 [system.memory]
-dram_bw_GBps = {HBM_GBPS}
+dram_bw_GBps = {HBM_GBPS * profile.hbm_eff:g}
 dram_bytes = {dram_bytes}
-
-[[system.network]]
-topology = "switch"
-size = {tp}
-link_bw_GBps = {NVSWITCH_GBPS}
-parallelism = "tp"
-
-[[system.network]]
-topology = "switch"
-size = {pp}
-link_bw_GBps = {IB_GBPS}
-parallelism = "pp"
-
-[[system.network]]
-topology = "switch"
-size = {dp}
-link_bw_GBps = {IB_GBPS}
-parallelism = "dp"
-
+{dims}
 [execution]
 style = "{style}"
 num_config = {'"auto"' if style == "dataflow" else 0}
-overlap = "compute_memory"
+overlap = "{profile.overlap}"
 compute_util = {compute_util}
 separate_rs_ag_for_ar = true
 word_bytes = 2
 
 [search]
 seed = 0
+
+[training]
+memory_model = "training"
+recompute = "{_RECOMPUTE[case["activation_recompute"]]}"
+sequence_parallel = {flag[bool(case["sequence_parallel"])]}
+optimizer_sharding = {flag[bool(case["optimizer_sharding"])]}
+grad_bytes = 4
+optimizer_bytes = 12
 """
 
 
@@ -226,95 +239,155 @@ def published_memory_gib(data: dict, case: dict) -> tuple[float | None, bool]:
     return fig1["params_and_optimizer"] + fig1["activations_none"] * pct / 100.0, True
 
 
-def evaluate_cases(data: dict, *, compute_util: float, style: str) -> list[dict[str, Any]]:
-    """One row per case; identical specs (the two modes of a model) are searched once."""
-    done: dict[str, dict[str, Any]] = {}
+def evaluate_cases(
+    data: dict, *, compute_util: float, style: str, profile: Profile
+) -> list[dict[str, Any]]:
+    """One row per case."""
     rows = []
     for case in data["cases"]:
         model = data["models"][case["model"]]
-        text = case_toml(case, model, compute_util=compute_util, style=style)
-        if text not in done:
-            done[text] = predict(text, case["id"])
-        pred = done[text]
+        text = case_toml(case, model, compute_util=compute_util, style=style, profile=profile)
+        pred = predict(text, case["id"])
         measured = case["measured_batch_time_s"]
         pub, derived = published_memory_gib(data, case)
+        dram_gib = pred["dram_bytes"] / GiB
         rows.append({
-            "case": case["id"],
+            "case": case["id"], "model": case["model"],
             "tp": case["tensor_par"], "pp": case["pipeline_par"], "dp": case["data_par"],
             "micro_batch_size": case["micro_batch_size"],
             "global_batch_size": case["global_batch_size"],
             "measured_s": measured,
             **pred,
             "error": pred["predicted_s"] / measured - 1.0,
-            "dram_GiB": pred["dram_bytes"] / GiB,
+            "dram_GiB": dram_gib,
             "measured_utilization": pred["workload_flop"]
             / (measured * case["num_gpus"] * pred["peak_gflops"] * 1e9),
             "published_memory_GiB": pub,
             "published_memory_derived": derived,
+            "memory_error": None if pub is None else dram_gib / pub - 1.0,
         })  # fmt: skip
     return rows
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     errs = [abs(r["error"]) for r in rows]
+    mem = [abs(r["memory_error"]) for r in rows if r["memory_error"] is not None]
     return {
         "mean_abs_error": sum(errs) / len(errs),
         "max_abs_error": max(errs),
+        "memory_mean_abs_error": sum(mem) / len(mem) if mem else None,
+        "memory_max_abs_error": max(mem) if mem else None,
         "all_fit_80GiB": all(r["fits_in_dram"] for r in rows),
     }
 
 
+#: the sustained fractions of peak ``--fit`` tries
+FIT_GRID = tuple(round(0.5 + 0.01 * i, 2) for i in range(51))
+
+
+def fit_compute_util(data: dict, *, style: str, profile: Profile) -> dict[str, Any]:
+    """The u of FIT_GRID with the least mean |error|, and the leave-one-model-out figures:
+    for each model, u chosen on the other models' cases, errors on the model's own."""
+    by_u = {u: evaluate_cases(data, compute_util=u, style=style, profile=profile)
+            for u in FIT_GRID}  # fmt: skip
+
+    def mean_err(rows: list[dict[str, Any]]) -> float:
+        return sum(abs(r["error"]) for r in rows) / len(rows)
+
+    best = min(FIT_GRID, key=lambda u: mean_err(by_u[u]))
+    held_out: list[dict[str, Any]] = []
+    chosen = {}
+    for m in data["models"]:
+        u = min(FIT_GRID, key=lambda u: mean_err([r for r in by_u[u] if r["model"] != m]))
+        chosen[m] = u
+        held_out += [r for r in by_u[u] if r["model"] == m]
+    errs = [abs(r["error"]) for r in held_out]
+    return {
+        "u": best, "rows": by_u[best],
+        "loo_u": chosen, "loo_rows": held_out,
+        "loo_mean_abs_error": sum(errs) / len(errs), "loo_max_abs_error": max(errs),
+    }  # fmt: skip
+
+
 def format_table(rows: list[dict[str, Any]], summ: dict[str, Any]) -> str:
     head = (f"{'case':<20} {'TPxPPxDP':>10} {'mbs':>3} {'meas s':>8} {'pred s':>8} {'error':>8} "
-            f"{'util pred/meas':>14} {'DRAM GiB':>8} {'fits 80':>7} {'pub GiB':>8} {'tiles':>5}")  # fmt: skip
+            f"{'util pred/meas':>14} {'DRAM GiB':>8} {'pub GiB':>8} {'mem err':>8} {'fits 80':>7}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for r in rows:
         pub = r["published_memory_GiB"]
         pub_s = (
             "-" if pub is None else f"{pub:.1f}" + ("*" if r["published_memory_derived"] else "")
         )
+        mem_s = "-" if r["memory_error"] is None else f"{r['memory_error']:+.1%}"
         shape = f"{r['tp']}x{r['pp']}x{r['dp']}"
         util = f"{r['utilization']:.1%}/{r['measured_utilization']:.1%}"
         lines.append(
             f"{r['case']:<20} {shape:>10} {r['micro_batch_size']:>3} {r['measured_s']:>8.2f} "
             f"{r['predicted_s']:>8.2f} {r['error']:>+8.1%} {util:>14} {r['dram_GiB']:>8.2f} "
-            f"{'yes' if r['fits_in_dram'] else 'NO':>7} {pub_s:>8} {r['num_tile']:>5}"
+            f"{pub_s:>8} {mem_s:>8} {'yes' if r['fits_in_dram'] else 'NO':>7}"
         )
     lines.append("-" * len(head))
-    lines.append(f"mean |error| {summ['mean_abs_error']:.1%}, max |error| {summ['max_abs_error']:.1%}; "
-                 f"all fit in 80 GiB (dfsearch's DRAM model): {'yes' if summ['all_fit_80GiB'] else 'NO'}")  # fmt: skip
-    lines.append("error = predicted / measured - 1; util = FLOP of dfsearch's graph / (time x GPUs x "
-                 "peak); pub GiB = paper Fig. 1 (* = activations via Fig. 7)")  # fmt: skip
+    lines.append(f"batch time: mean |error| {summ['mean_abs_error']:.1%}, max |error| "
+                 f"{summ['max_abs_error']:.1%}")  # fmt: skip
+    if summ["memory_mean_abs_error"] is not None:
+        lines.append(f"DRAM per GPU vs published: mean |error| {summ['memory_mean_abs_error']:.1%}, "
+                     f"max |error| {summ['memory_max_abs_error']:.1%}; every mapping fits in 80 GiB: "
+                     f"{'yes' if summ['all_fit_80GiB'] else 'NO'}")  # fmt: skip
+    lines.append("error = predicted / measured - 1; util = model FLOP / (time x GPUs x peak); "
+                 "pub GiB = paper Fig. 1 (* = activations via Fig. 7)")  # fmt: skip
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
-    ap.add_argument("--compute-util", type=float, default=0.0,
-                    help="0 = cycle model (default); u in (0, 1] = FLOP model at u x peak")  # fmt: skip
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="calculon")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--compute-util", type=float, default=0.0,
+                     help="0 = cycle model (default); u in (0, 1] = FLOP model at u x peak")  # fmt: skip
+    how.add_argument("--fit", action="store_true",
+                     help="calibrate u (FLOP model) on the cases; also leave-one-model-out")  # fmt: skip
     ap.add_argument("--style", choices=STYLES, default="kernel_by_kernel")
     args = ap.parse_args(argv)
     data = load_cases()
+    profile = PROFILES[args.profile]
     t = time.perf_counter()
-    rows = evaluate_cases(data, compute_util=args.compute_util, style=args.style)
+    fit = None
+    if args.fit:
+        fit = fit_compute_util(data, style=args.style, profile=profile)
+        rows, util = fit["rows"], fit["u"]
+    else:
+        util = args.compute_util
+        rows = evaluate_cases(data, compute_util=util, style=args.style, profile=profile)
     wall = time.perf_counter() - t
     summ = summary(rows)
+    what = "cycle model" if util == 0 else f"FLOP model at u = {util:g}"
     print(f"dfsearch vs Megatron-LM on Selene ({len(rows)} cases of Calculon's validation; "
-          f"compute_util {args.compute_util}, style {args.style})\n")  # fmt: skip
+          f"profile {args.profile}, {what}, style {args.style})\n")  # fmt: skip
+    if fit is not None:
+        print(f"CALIBRATED: u = {util:g} minimises the mean |error| over these cases (grid "
+              f"{FIT_GRID[0]}..{FIT_GRID[-1]}).\n")  # fmt: skip
     print(format_table(rows, summ))
+    if fit is not None:
+        print(f"leave-one-model-out (u chosen without the model's cases: "
+              f"{', '.join(f'{m} {u:g}' for m, u in fit['loo_u'].items())}): mean |error| "
+              f"{fit['loo_mean_abs_error']:.1%}, max |error| {fit['loo_max_abs_error']:.1%}")  # fmt: skip
     print(f"\nwall time {wall:.1f} s (JIT compilation included)")
     if args.json:
         out = {
-            "settings": {"compute_util": args.compute_util, "style": args.style,
-                         "overlap": "compute_memory", "separate_rs_ag_for_ar": True,
-                         "equations": "v1", "dram_capacity_bytes": HBM_BYTES, "seed": 0},
+            "settings": {"profile": args.profile, **vars(profile), "compute_util": util,
+                         "fitted": fit is not None, "style": args.style,
+                         "separate_rs_ag_for_ar": True, "equations": "v1",
+                         "dram_capacity_bytes": HBM_BYTES, "seed": 0},
             "data": str(DATA.relative_to(ROOT)),
             "cases": rows,
             **summ,
             "wall_seconds": wall,
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         }  # fmt: skip
+        if fit is not None:
+            out["leave_one_model_out"] = {k: fit[k] for k in ("loo_u", "loo_mean_abs_error",
+                                                               "loo_max_abs_error")}  # fmt: skip
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
 

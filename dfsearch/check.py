@@ -149,7 +149,8 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     ev = run.evaluation
     assert ev is not None  # run_search raises InfeasibleError otherwise
     d = ev.decision
-    outer = Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, len(ev.configs))
+    outer = Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, len(ev.configs),
+                  d.placement)  # fmt: skip
     problem = lower(spec, outer)
     h_ii = ev.all_config_ii_ns
     # CP-SAT takes seeds below 2**31; run seeds go up to 2**32 - 1

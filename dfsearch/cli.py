@@ -296,7 +296,7 @@ def eval_(
     except SpecError as exc:
         raise _fail(exc) from None
     if json_out != "-":
-        typer.echo("\n".join([f"dfsearch {__version__}: {spec} with {mapping}"] + describe_spec(s) + format_evaluation(ev)))
+        typer.echo("\n".join([f"dfsearch {__version__}: {spec} with {mapping}"] + describe_spec(s) + format_evaluation(ev, s)))
     if json_out:
         from dfsearch.result import RunResult, SearchStats
 

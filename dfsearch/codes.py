@@ -38,6 +38,8 @@ __all__ = [
     "Status",
     "RunStatus",
     "ObjectiveKind",
+    "MemoryModel",
+    "Recompute",
     "TOPOLOGY_VARIANTS",
 ]
 
@@ -169,6 +171,9 @@ class Collective(_Coded):
     ALL_REDUCE_PERIODIC = 4
     POINT_TO_POINT = 5
     BROADCAST = 6
+    #: MoE dispatch / combine: all-to-all over the expert-parallel group (dfsearch only;
+    #: docs/model.md, "Mixture of experts")
+    EXPERT_ALL_TO_ALL = 7
 
 
 class Topology(_Coded):
@@ -212,10 +217,14 @@ TOPOLOGY_VARIANTS: Mapping[str, tuple[Topology, ...]] = MappingProxyType({
 
 
 class Parallelism(_Coded):
+    """What a network dimension carries. For an LLM, NONE (omitted) and AUTO leave it to the
+    search (``dfsearch.placement``); DFModel inputs know only TP, PP and DP."""
+
     NONE = 0
     TP = 1
     PP = 2
     DP = 3
+    AUTO = 4
 
     @property
     def dfmodel(self) -> str:
@@ -237,6 +246,22 @@ class Overlap(_Coded):
     @property
     def dfmodel(self) -> str:
         return {1: "PERFECT_OVERLAP", 2: "OVERLAP_COMPUTE_MEMORY", 3: "NO_OVERLAP"}[self.value]
+
+
+class MemoryModel(_Coded):
+    """What the DRAM capacity check counts per chip (docs/model.md, "Training memory")."""
+
+    AUTO = 1  #: training for an LLM training graph, dfmodel otherwise
+    DFMODEL = 2  #: weights of the stage's layers + one layer's live activations
+    TRAINING = 3  #: + gradients, optimizer state and the activations kept for backward
+
+
+class Recompute(_Coded):
+    """Activation recomputation in the backward pass of a training graph."""
+
+    NONE = 1  #: every forward tensor the backward pass needs is kept
+    SELECTIVE = 2  #: the attention core is run again (kernels marked selective_recompute)
+    FULL = 3  #: every forward kernel is run again; only each layer's input is kept
 
 
 class WorkloadKind(_Coded):

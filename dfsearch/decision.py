@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dfsearch.codes import Dim
+from dfsearch.placement import Placement
 
 __all__ = ["Decision"]
 
@@ -24,7 +25,8 @@ class Decision:
     ``config``: configuration index of every kernel; ``num_config``: the number of
     configurations C (0 = max(config) + 1; it matters because the FWD/BWD rule depends on C
     and trailing configurations may be empty); ``par_lane``/``par_stage``: cores of every
-    kernel in the cycle model (0 = chosen optimally by the evaluator).
+    kernel in the cycle model (0 = chosen optimally by the evaluator); ``placement``: what
+    each network dimension carries (``dfsearch.placement``; None = the spec's fixed roles).
     """
 
     shape: tuple[int, ...]
@@ -35,6 +37,7 @@ class Decision:
     num_config: int = 0
     par_lane: tuple[int, ...] = ()
     par_stage: tuple[int, ...] = ()
+    placement: Placement | None = None
 
     def with_config(self, config: tuple[int, ...]) -> Decision:
         return replace(self, config=tuple(int(c) for c in config))

@@ -70,6 +70,7 @@ from dfsearch.spec import (
     SearchSettings,
     Spec,
     System,
+    Training,
     Workload,
 )
 from dfsearch.validate import quote_list, show, strategy_issue, validate_parts
@@ -85,7 +86,7 @@ __all__ = [
     "replace_field",
 ]
 
-_TOP = ("workload", "graph", "system", "cost", "execution", "search")
+_TOP = ("workload", "graph", "system", "cost", "execution", "search", "training")
 _GRAPH_MODES = ("generator", "include", "kernels")
 
 
@@ -495,6 +496,7 @@ def _spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         "system": _read_system(r, data["system"]) if "system" in data else None,
         "cost": _read_simple(r, Cost, data.get("cost", {}), "cost"),
         "search": _read_search(r, data.get("search", {})),
+        "training": _read_simple(r, Training, data.get("training", {}), "training"),
     }
     graph = None
     if "graph" in data:

@@ -4,6 +4,10 @@ A mapping file is TOML or JSON (the JSON that ``dfsearch run --json`` writes is 
 
 ``shape``            list of network dimension sizes (may be omitted when every size is fixed);
                      fixed sizes must match the spec's, the product the chips per copy
+``placement``        list, per dimension, of what it carries: "tp 4", "pp 4 x dp 2" (inner
+                     kind first), "none" (``dfsearch.placement``); required when the spec
+                     leaves a dimension's parallelism to the search and several placements
+                     fit the shape; otherwise it may only repeat the spec's roles
 ``micro_batch_size`` integer (default: the spec's, else 1)
 ``num_tile``         integer T (required when the spec has several tile counts, as LLMs do;
                      with ``workload.tile_size``, T x tile_size must cover ``seq_len``)
@@ -23,6 +27,7 @@ from typing import Any
 from dfsearch.codes import Dim
 from dfsearch.decision import Decision
 from dfsearch.errors import Issue, SpecError
+from dfsearch.placement import Placement, fixed_placement, has_searched_dims, parse_dim, searched
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
@@ -81,6 +86,7 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
     issues: list[Issue] = []
     index = {k.name: i for i, k in enumerate(spec.graph.kernels)}
     shape = _read_shape(data, spec, issues)
+    placement = _read_placement(data, spec, shape, issues)
     mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH,
                      issues)  # fmt: skip
     t = _read_num_tile(data, spec, issues)
@@ -91,13 +97,14 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         raise SpecError(issues, file=str(path))
     return Decision(
         shape=shape,
-        sharding=_complete_sharding(spec, shape, t, pinned),
+        sharding=_complete_sharding(spec, shape, t, pinned, placement),
         micro_batch_size=mbs or 1,
         num_tile=t,
         config=config,
         num_config=c_eff,
         par_lane=tuple(pl) if any(pl) else (),
         par_stage=tuple(ps) if any(ps) else (),
+        placement=placement,
     )
 
 
@@ -169,6 +176,85 @@ def _shape_issues(shape: tuple[int, ...], spec: Spec) -> list[Issue]:
         sizes = " * ".join(map(str, shape))
         out.append(Issue("shape", f"sizes must multiply to the chips of one copy, "
                          f"system.num_chip{copies} = {chips}. Got {sizes} = {math.prod(shape)} "
+                         "instead."))  # fmt: skip
+    return out
+
+
+def _read_placement(data: dict[str, Any], spec: Spec, shape: tuple[int, ...],
+                    issues: list[Issue]) -> Placement | None:
+    """The placement: given and consistent with the spec (``_placement_issues``), or the only
+    one the shape allows; None when the spec fixes every dimension's role (a given placement
+    then only repeats them)."""
+    from dfsearch.search import outer as outer_mod
+
+    raw = data.get("placement")
+    if len(shape) != len(spec.system.network):
+        return None  # reported by _read_shape
+    roles = model_of(spec.workload).shards_across_chips
+    free = roles and has_searched_dims(spec.system)
+    if raw is None:
+        options = outer_mod.placements(spec, shape) if free else [None]
+        if len(options) == 1:
+            return options[0]
+        issues.append(Issue("placement", "is required: the spec leaves the parallelism of "
+                            f"{_searched_dims(spec)} to the search and {len(options)} placements "
+                            "fit this shape (e.g. placement = "
+                            f"{json.dumps(list(options[0].texts()))})."))  # type: ignore[union-attr]
+        return None
+    if not roles:
+        kind = spec.workload.kind.label
+        issues.append(Issue("placement", f"must be omitted for a {kind} workload (tp/pp/dp apply "
+                            "to LLM workloads only)."))  # fmt: skip
+        return None
+    n = len(spec.system.network)
+    if not (isinstance(raw, list) and len(raw) == n):
+        issues.append(Issue("placement", f"must be a list of {n} strings, one per network "
+                            f"dimension (e.g. \"tp 4\", \"pp 4 x dp 2\"). Got {raw!r} instead."))
+        return None
+    dims = []
+    for i, text in enumerate(raw):
+        try:
+            dims.append(parse_dim(text, shape[i]))
+        except ValueError as exc:
+            issues.append(Issue(f"placement[{i}]", str(exc)))
+    if len(dims) != n:
+        return None
+    pl = Placement(tuple(dims))
+    found = _placement_issues(spec, shape, pl)
+    issues.extend(found)
+    return pl if free and not found else None
+
+
+def _searched_dims(spec: Spec) -> str:
+    idx = [i for i, d in enumerate(spec.system.network) if searched(d.parallelism)]
+    return " and ".join(f"system.network[{i}]" for i in idx)
+
+
+def _placement_issues(spec: Spec, shape: tuple[int, ...], pl: Placement) -> list[Issue]:
+    """A placement that contradicts the spec: a kind on two dimensions, a fixed role
+    changed (it spans its whole dimension), or one the workload rejects (PP > num_layer)."""
+    from dfsearch.cost.network import groups
+
+    out = []
+    owner: dict[object, int] = {}
+    fixed = fixed_placement(spec.system, shape)
+    for i, parts in enumerate(pl.dims):
+        for part in parts:
+            if part.kind in owner:
+                out.append(Issue(f"placement[{i}]", f"must not carry {part.kind.label!r}: "
+                                 f"placement[{owner[part.kind]}] carries it (each kind lives on "
+                                 f"one dimension). Got {pl.dim_text(i)!r} instead."))  # fmt: skip
+            owner.setdefault(part.kind, i)
+        role = spec.system.network[i].parallelism
+        if not searched(role) and parts != fixed.dims[i]:
+            out.append(Issue(f"placement[{i}]", f"must be {fixed.dim_text(i)!r}: "
+                             f"system.network[{i}].parallelism fixes the whole dimension to "
+                             f"{role.label}. Got {pl.dim_text(i)!r} instead."))  # fmt: skip
+    if not out and not model_of(spec.workload).admits_shape(spec, shape, pl):
+        pp = groups(spec.system, shape, pl).pp
+        out.append(Issue("placement", f"is not one the {spec.workload.kind.label} workload "
+                         f"admits (every pipeline stage holds at least one layer: PP = {pp} must "
+                         f"be <= the number of layers). Got {json.dumps(list(pl.texts()))} "
                          "instead."))  # fmt: skip
     return out
 
@@ -262,7 +348,8 @@ def _read_cores(data: dict[str, Any], spec: Spec, index: dict[str, int],
     return pl, ps
 
 
-def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[int, Dim]) -> tuple[Dim, ...]:
+def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[int, Dim],
+                       placement: Placement | None = None) -> tuple[Dim, ...]:
     from dataclasses import replace
 
     kernels = spec.graph.kernels
@@ -274,7 +361,7 @@ def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[
 
     ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k for i, k in enumerate(kernels))
     pinned_spec = replace(spec, graph=replace(spec.graph, kernels=ks))
-    return solve_spec_sharding(pinned_spec, shape, t).sharding
+    return solve_spec_sharding(pinned_spec, shape, t, placement).sharding
 
 
 def decision_to_mapping(spec: Spec, d: Decision) -> dict[str, Any]:
@@ -288,6 +375,8 @@ def decision_to_mapping(spec: Spec, d: Decision) -> dict[str, Any]:
         "config": dict(zip(names, d.config)),
         "sharding": {n: s.label for n, s in zip(names, d.sharding)},
     }
+    if d.placement is not None:
+        out["placement"] = list(d.placement.texts())
     return out
 
 
@@ -301,6 +390,8 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
     lines = [
         "# dfsearch mapping file: evaluate with `dfsearch eval SPEC --mapping THIS_FILE`",
         f"shape = {json.dumps(m['shape'])}",
+        *([f"placement = {json.dumps(m['placement'])}  # per dimension, inner kind first"]
+          if "placement" in m else []),
         f"micro_batch_size = {m['micro_batch_size']}",
         f"num_tile = {m['num_tile']}",
     ]

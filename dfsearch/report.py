@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dfsearch.codes import RunStatus
+from dfsearch.codes import MemoryModel, RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
@@ -75,13 +75,15 @@ def _names(kernels: tuple[str, ...], width: int = 44) -> str:
     return text[: width - 12].rsplit(",", 1)[0] + f", ... ({len(kernels)})"
 
 
-def format_evaluation(ev: Evaluation) -> list[str]:
+def format_evaluation(ev: Evaluation, spec: Spec | None = None) -> list[str]:
     d = ev.decision
     lines = [
         f"mapping   shape {' x '.join(map(str, d.shape))}: TP {ev.tp}, PP {ev.pp}, DP {ev.dp}; "
         f"micro-batch {d.micro_batch_size} ({ev.num_micro_batch} per pipeline), "
         f"tiles {d.num_tile}",
     ]
+    if d.placement is not None:  # chosen by the search: the spec leaves some roles free
+        lines.append(f"placement {d.placement}")
     if not ev.feasible:
         lines.append(f"status    INFEASIBLE: {ev.status.message} (by {ev.violation:.6g})")
         return lines
@@ -107,9 +109,41 @@ def format_evaluation(ev: Evaluation) -> list[str]:
         f"DRAM {ev.price.dram_cost:,.0f}, links {ev.price.link_cost:,.0f}, "
         f"switches {ev.price.switch_cost:,.0f})",
         f"power     {ev.price.system_power:,.2f} W",
-        f"memory    DRAM {_si(ev.dram_bytes, 'B')} per chip at {ev.dram_bw_GBps:g} GB/s",
+        *_memory_lines(spec, ev),
     ]
     return lines
+
+
+def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
+    """DRAM per chip at its bandwidth; under the training memory model, by purpose against
+    the capacity (given the spec)."""
+    of = ""
+    if spec is not None:
+        mem = spec.system.memory
+        cap = mem.dram_bytes + mem.second_dram_bytes
+        of = f" of {_si(cap, 'B')}" if cap > 0 else " (capacity unlimited)"
+    head = f"memory    DRAM {_si(ev.dram_bytes, 'B')}{of} per chip at {ev.dram_bw_GBps:g} GB/s"
+    if ev.memory_model is not MemoryModel.TRAINING:
+        return [head + " (weights + live activations: DFModel's memory model)"]
+    u = ev.dram_use
+    parts = [("weights", u.weights), ("grads", u.gradients), ("optimizer", u.optimizer),
+             ("activations", u.activations), ("KV/extra", u.data),
+             ("workspace", max(0.0, ev.dram_bytes - u.fixed))]  # fmt: skip
+    notes = []
+    if spec is not None:
+        t = spec.training
+        notes.append(f"recompute {t.recompute.label}")
+        if t.sequence_parallel:
+            notes.append("sequence parallel")
+        if t.optimizer_sharding:
+            notes.append("optimizer sharded over DP")
+    how = f" ({', '.join(notes)})" if notes else ""
+    return [
+        head,
+        "          " + ", ".join(f"{name} {_si(v, 'B')}" for name, v in parts),
+        f"          training memory model{how}; "
+        'training.memory_model = "dfmodel" counts weights + live activations only',
+    ]
 
 
 def format_run(result: RunResult, *, title: str = "") -> str:
@@ -127,7 +161,7 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     lines = [title] if title else []
     lines += describe_spec(result.spec)
     if ev is not None:
-        lines += format_evaluation(ev)
+        lines += format_evaluation(ev, result.spec)
     else:
         lines += ["", result.infeasible_message()]
     lines += [

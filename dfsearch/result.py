@@ -8,6 +8,7 @@ from typing import Any
 
 from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
+from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
 
@@ -25,8 +26,8 @@ def format_bytes(x: float) -> str:
 #: constraint -> (what is needed, the spec field that holds the capacity, unit)
 _CONSTRAINTS = {
     "sram": ("SRAM of a configuration", "system.accelerator.sram_bytes", "bytes"),
-    "dram": ("DRAM per chip (weights + live activations)", "system.memory.dram_bytes", "bytes"),
-    "dram_fixed": ("DRAM per chip for the weights and fixed data alone", "system.memory.dram_bytes", "bytes"),
+    "dram": ("DRAM per chip (weights, training state, kept and live activations)", "system.memory.dram_bytes", "bytes"),
+    "dram_fixed": ("DRAM per chip before any live activation (weights, training state, kept activations, fixed data)", "system.memory.dram_bytes", "bytes"),
     "cores": ("cores of a configuration", "system.accelerator.cores", "cores"),
     "divisibility": ("global batch / (micro-batch x DP)", "workload.global_batch_size", ""),
     "shape": ("network sizes", "system.num_chip", "chips"),
@@ -190,6 +191,19 @@ class RunResult:
         return out
 
 
+def _memory_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
+    """DRAM per chip by purpose (bytes), the model that counted it and the capacity."""
+    u = ev.dram_use
+    return {
+        "model": ev.memory_model.label,
+        "weights": u.weights, "gradients": u.gradients, "optimizer": u.optimizer,
+        "activations": u.activations, "data": u.data,
+        "workspace": max(0.0, ev.dram_bytes - u.fixed),
+        "total": ev.dram_bytes,
+        "capacity": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
+    }  # fmt: skip
+
+
 def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
     d = ev.decision
     names = [k.name for k in spec.graph.kernels]
@@ -204,6 +218,7 @@ def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
         "pp": ev.pp,
         "dp": ev.dp,
         "shape": list(d.shape),
+        "placement": placement_texts(spec.system, d.shape, d.placement),
         "num_tile": d.num_tile,
         "num_config": len(ev.configs),
         "micro_batch_size": d.micro_batch_size,
@@ -211,6 +226,7 @@ def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
         "p2p_ns": ev.p2p_ns,
         "dram_bytes": ev.dram_bytes,
         "dram_bw_GBps": ev.dram_bw_GBps,
+        "memory": _memory_json(spec, ev),
         "peak_gflops": ev.peak_gflops,
         "num_chip": ev.num_chip,
         "configs": [

@@ -19,10 +19,12 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    MemoryModel,
     ObjectiveKind,
     Overlap,
     Parallelism,
     Phase,
+    Recompute,
     Topology,
 )
 from dfsearch.workloads import (  # re-exported: each kind's module defines its dataclass
@@ -44,6 +46,7 @@ __all__ = [
     "System",
     "Cost",
     "Execution",
+    "Training",
     "LLMWorkload",
     "DLRMWorkload",
     "HPLWorkload",
@@ -66,7 +69,14 @@ class Kernel:
 
     Sizes are bytes of the *unsharded* tensors; ``None`` means the input did not give it.
     ``k`` is 1 for elementwise kernels. ``sharding`` is ``None`` when free (the inter-chip
-    pass decides), ``config`` is -1 when free.
+    pass decides), ``config`` is -1 when free. ``saved_bytes`` (training memory model) are
+    the bytes of this forward kernel's tensors that the backward pass keeps (``None``: its
+    activation inputs); ``selective_recompute`` marks kernels that selective activation
+    recomputation runs again instead of keeping their tensors (the attention core).
+    ``num_expert`` = E > 0 marks a kernel of a mixture-of-experts layer with E experts
+    (docs/model.md, "Mixture of experts"): a weight GEMM's m x k weight is one expert's and
+    each chip holds E / EP of them, a periodic all-reduce runs over each expert's DP / EP
+    replicas, an ``expert_all_to_all`` over the EP chips (EP = gcd(E, DP)).
     """
 
     name: str
@@ -94,6 +104,9 @@ class Kernel:
     use_effective_stage: bool = False
     sram_extra_bytes: float = 0.0
     dram_extra_bytes: float = 0.0
+    saved_bytes: float | None = None
+    selective_recompute: bool = False
+    num_expert: int = 0
     id: int | None = None
 
     @property
@@ -237,6 +250,27 @@ class Execution:
     replicate_sram_index_bug: bool = False
 
 
+# --------------------------------------------------------------------------- training
+@dataclass(**_FROZEN)
+class Training:
+    """How a training step uses memory and recomputes (docs/model.md, "Training memory").
+
+    ``memory_model``: ``AUTO`` counts the training memory for an LLM training graph and
+    DFModel's otherwise; ``TRAINING`` adds, per chip, gradients (``grad_bytes`` per
+    parameter), optimizer state (``optimizer_bytes`` per parameter, divided over the DP
+    replicas with ``optimizer_sharding``, ZeRO stage 1) and the activations the backward pass
+    keeps for the micro-batches in flight. ``recompute`` and ``sequence_parallel`` change the
+    time too (recomputed kernels run twice; elementwise kernels split over TP).
+    """
+
+    memory_model: MemoryModel = MemoryModel.AUTO
+    recompute: Recompute = Recompute.NONE
+    sequence_parallel: bool = False
+    optimizer_sharding: bool = False
+    grad_bytes: float = 4.0  #: fp32 gradient accumulation
+    optimizer_bytes: float = 12.0  #: Adam: fp32 master weights, first and second moments
+
+
 # --------------------------------------------------------------------------- search
 @dataclass(**_FROZEN)
 class SearchSettings:
@@ -259,7 +293,7 @@ class SearchSettings:
 # --------------------------------------------------------------------------- spec
 @dataclass(**_FROZEN)
 class Spec:
-    """Everything one run needs: graph, system, cost, execution, workload, search."""
+    """Everything one run needs: graph, system, cost, execution, workload, search, training."""
 
     graph: Graph
     system: System
@@ -267,6 +301,7 @@ class Spec:
     execution: Execution
     workload: Workload
     search: SearchSettings = SearchSettings()
+    training: Training = Training()
 
     @property
     def num_copy(self) -> int:

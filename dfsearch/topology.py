@@ -85,6 +85,16 @@ class TopologyKind(ABC):
     def latency_steps(self, p: int) -> int:
         """Link latencies one all-reduce pays (v2 ``link_latency_ns``)."""
 
+    def sub_group(self, p: int, n: int, strided: bool) -> tuple[TopologyKind, int]:
+        """How a group of ``p`` of this dimension's ``n`` chips communicates, all ``n / p``
+        such groups at once (a split dimension, docs/model.md "Parallelism placement"):
+        (the kind whose formulas apply at p chips, a factor f). ``strided``: members are n/p
+        chips apart, else contiguous. On a direct kind a strided group's hops span f = n/p
+        links and each link is used by f groups at once, so every per-byte time and the
+        latency steps are f times the kind's at p. The whole dimension (p = n) is (self, 1).
+        A switch or an all-pairs kind gives every group its own ports and links: (self, 1)."""
+        return self, 1
+
     @abstractmethod
     def bisection_links(self, p: int, equations: Equations) -> float:
         """Links across the middle cut of one instance (DLRM/FFT all-to-all factor)."""
@@ -120,6 +130,14 @@ class Ring(TopologyKind):
 
     def all_to_all_ratio(self, p: int, bw: float) -> float:
         return p * p / (8.0 * bw)
+
+    def sub_group(self, p: int, n: int, strided: bool) -> tuple[TopologyKind, int]:
+        """Contiguous p < n: a segment of the ring, a line without wraparound, the segments
+        disjoint: a mesh of p. Strided: a ring of p whose hops span n/p links, each link used
+        by all n/p groups at once: the ring's formulas times n/p."""
+        if p >= n:
+            return self, 1
+        return (self, n // p) if strided else (KINDS[Topology.MESH], 1)
 
     def latency_steps(self, p: int) -> int:
         return p - 1
@@ -231,6 +249,12 @@ class Mesh(TopologyKind):
 
     def latency_steps(self, p: int) -> int:
         return (p - 1) * min(p - 1, 2)
+
+    def sub_group(self, p: int, n: int, strided: bool) -> tuple[TopologyKind, int]:
+        """Contiguous: a shorter line, the lines disjoint: a mesh of p. Strided: a line of p
+        whose hops span n/p links; the middle links are used by all n/p groups at once: the
+        mesh's formulas times n/p."""
+        return (self, n // p) if strided and p < n else (self, 1)
 
     def bisection_links(self, p: int, equations: Equations) -> float:
         return 1.0

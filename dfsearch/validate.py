@@ -23,12 +23,15 @@ from dataclasses import dataclass, replace
 
 from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
+    Collective,
     Dim,
     ExecutionStyle,
+    MemoryModel,
     Parallelism,
     Topology,
 )
 from dfsearch.errors import Issue
+from dfsearch.placement import searched
 from dfsearch.spec import (
     AUTO,
     Cost,
@@ -38,6 +41,7 @@ from dfsearch.spec import (
     SearchSettings,
     Spec,
     System,
+    Training,
     Workload,
 )
 from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
@@ -159,7 +163,7 @@ class Range:
 _P24, _P40 = 2**24, 2**40
 _KERNEL_BYTES = (
     "input_bytes", "input2_bytes", "weight_bytes", "output_bytes", "communication_bytes",
-    "communication2_bytes", "memory_bytes", "sram_extra_bytes", "dram_extra_bytes",
+    "communication2_bytes", "memory_bytes", "sram_extra_bytes", "dram_extra_bytes", "saved_bytes",
 )  # fmt: skip
 _COST_FIELDS = (
     "link_price_per_GBps", "switch_price_per_GBps", "dram_price_per_GBps", "chip_price",
@@ -191,6 +195,7 @@ RANGES: dict[str, Range] = {
     "graph.kernels[].k": Range(1, _P40, "elements"),
     "graph.kernels[].n": Range(1, _P40, "elements"),
     "graph.kernels[].num_input": Range(0, 2**20),
+    "graph.kernels[].num_expert": Range(0, 2**20),
     "graph.kernels[].config": Range(0, 2**16 - 1),
     "graph.kernels[].id": Range(0, 2**63 - 1),
     "graph.connections[].id": Range(0, 2**63 - 1),
@@ -226,6 +231,8 @@ RANGES: dict[str, Range] = {
     },
     # search
     "search.max_evaluations": Range(1, 2**62, "evaluations"),
+    "training.grad_bytes": Range(0, 64, "bytes per parameter"),
+    "training.optimizer_bytes": Range(0, 64, "bytes per parameter"),
 }
 
 
@@ -334,11 +341,23 @@ def validate_graph(
     return s.issues
 
 
+def _check_expert(s: IssueSink, kp: str, k: Kernel) -> None:
+    """num_expert >= 0; an expert all-to-all needs the experts it spreads (docs/model.md,
+    "Mixture of experts")."""
+    s.ge(f"{kp}.num_expert", k.num_expert)
+    expert_a2a = Collective.EXPERT_ALL_TO_ALL
+    if expert_a2a in (k.communication, k.communication2) and k.num_expert < 1:
+        s.add(f"{kp}.num_expert", "must be >= 1 on a kernel whose communication is "
+              f"'expert_all_to_all' (it runs over the experts' chips). Got {show(k.num_expert)} "
+              "instead.")  # fmt: skip
+
+
 def _check_kernel(s: IssueSink, kp: str, k: Kernel, sharding_rules: bool) -> None:
     for dim in ("outer", "m", "k", "n"):
         s.ge(f"{kp}.{dim}", getattr(k, dim), 1)
-    for f in ("outer", "m", "k", "n", "num_input", "config", "id", *_KERNEL_BYTES):
+    for f in ("outer", "m", "k", "n", "num_input", "num_expert", "config", "id", *_KERNEL_BYTES):
         s.within(f"{kp}.{f}", getattr(k, f), f"graph.kernels[].{f}")
+    _check_expert(s, kp, k)
     if not k.kind.has_k and k.k != 1:
         s.add(
             f"{kp}.k",
@@ -356,7 +375,7 @@ def _check_kernel(s: IssueSink, kp: str, k: Kernel, sharding_rules: bool) -> Non
     for flag in ("skip_weight", "use_effective_stage"):
         if getattr(k, flag) and not k.kind.has_weight:
             s.add(f"{kp}.{flag}", f"{_ONLY_WEIGHT}{k.kind.label!r}.")
-    for size in ("input_bytes", "input2_bytes", "weight_bytes", "output_bytes"):
+    for size in ("input_bytes", "input2_bytes", "weight_bytes", "output_bytes", "saved_bytes"):
         s.ge_opt(f"{kp}.{size}", getattr(k, size))
     for size in (
         "communication_bytes",
@@ -472,6 +491,7 @@ def validate_spec(spec: Spec) -> list[Issue]:
         execution=spec.execution,
         workload=spec.workload,
         search=spec.search,
+        training=spec.training,
     )
 
 
@@ -483,6 +503,7 @@ def validate_parts(
     execution: Execution | None = None,
     workload: Workload | None = None,
     search: SearchSettings | None = None,
+    training: Training | None = None,
 ) -> list[Issue]:
     """Like :func:`validate_spec`, for the parts that could be built; ``None`` parts are skipped
     together with every rule that needs them. Loaders use it to report parse errors and
@@ -521,6 +542,8 @@ def validate_parts(
                 _check_kernel_work(s, graph)
             if sharded and not execution.skip_inter_chip_optimization:
                 _check_llm_tiling(s, graph)
+    if training is not None:
+        _check_training(s, training, graph, workload)
     if search is not None:
         s.ge("search.time_limit_s", search.time_limit_s)
         s.gt("search.max_evaluations", search.max_evaluations)
@@ -533,6 +556,25 @@ def validate_parts(
             if issue is not None:
                 s.issues.append(issue)
     return s.issues
+
+
+def _check_training(
+    s: IssueSink, t: Training, graph: Graph | None, workload: Workload | None
+) -> None:
+    """Byte counts per parameter in [0, 64]; the training memory model only for an LLM
+    training graph (``auto`` picks it there)."""
+    for f in ("grad_bytes", "optimizer_bytes"):
+        s.ge(f"training.{f}", getattr(t, f))
+        s.within(f"training.{f}", getattr(t, f))
+    if t.memory_model is not MemoryModel.TRAINING or workload is None:
+        return
+    if not model_of(workload).counts_training_memory:
+        s.add("training.memory_model", "can be 'training' only for an llm workload (it "
+              f"counts a transformer's training memory). Got 'training' for a "
+              f"{workload.kind.label} workload instead.")  # fmt: skip
+    elif graph is not None and not graph.is_training:
+        s.add("training.memory_model", "can be 'training' only for a training graph (one with "
+              "backward kernels); this graph is forward-only. Got 'training' instead.")  # fmt: skip
 
 
 def strategy_issue(path: str, kind: str, name: object) -> Issue | None:
@@ -652,12 +694,33 @@ def _check_network_for_workload(s: IssueSink, sy: System, w: Workload) -> None:
     model_of(w).network_issues(s, sy, w)
 
 
+def _check_partial_roles(s: IssueSink, par: tuple[Parallelism, ...]) -> None:
+    """With a dimension left to the search (``dfsearch.placement``), the fixed kinds may
+    stand in any order but each on one dimension only."""
+    first: dict[Parallelism, int] = {}
+    for i, p in enumerate(par):
+        if searched(p):
+            continue
+        if p in first:
+            s.add(
+                f"system.network[{i}].parallelism",
+                f"must differ from system.network[{first[p]}].parallelism: each of tp, pp, dp "
+                "is carried by one dimension at most (omit the field or write 'auto' to let "
+                f"the search choose). Got {p.label!r} instead.",
+            )
+        first.setdefault(p, i)
+
+
 def check_searched_network(s: IssueSink, sy: System) -> None:
-    """Network rules of a workload whose free sizes are searched (LLM): parallelism roles,
-    fixed sizes that fit the chip count, the HBD rule."""
+    """Network rules of a workload whose free sizes are searched (LLM): parallelism roles
+    (a DFModel tuple when every dimension fixes one; else fixed kinds on distinct
+    dimensions, the rest placed by the search), fixed sizes that fit the chip count, the
+    HBD rule (only on a fixed (tp, pp, dp) network)."""
     net = sy.network
     par = tuple(d.parallelism for d in net)
-    if par not in _PAR_TUPLES:
+    if any(searched(p) for p in par):
+        _check_partial_roles(s, par)
+    elif par not in _PAR_TUPLES:
         got = ", ".join(p.label for p in par)
         s.add(
             "system.network",

@@ -28,6 +28,7 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    MemoryModel,
     Overlap,
     Parallelism,
     Phase,
@@ -58,6 +59,7 @@ from dfsearch.spec import (
     SearchSettings,
     Spec,
     System,
+    Training,
 )
 
 DATA = Path(__file__).parent / "data" / "dfmodel"
@@ -1137,7 +1139,9 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
                 kw["sharding"] = Dim.NO
         for suffix, attr in (("", "communication"), ("_2", "communication2")):
             if draw(opt):
-                coll = draw(st.sampled_from([c for c in Collective if c is not Collective.NONE]))
+                # DFModel's collectives (expert_all_to_all is dfsearch's own: no DFModel name)
+                coll = draw(st.sampled_from([c for c in Collective if c not in (
+                    Collective.NONE, Collective.EXPERT_ALL_TO_ALL)]))
                 text = draw(_float_text())
                 vdoc.add(f"communication_type{suffix}", coll.dfmodel)
                 vdoc.add(f"communication_size{suffix}", text)
@@ -1314,6 +1318,8 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
             effective_stage=effective_stage,
         ),
         workload=workload,
+        # DFModel inputs keep DFModel's DRAM check: weights + one layer's activations
+        training=Training(memory_model=MemoryModel.DFMODEL),
     )
     return text, expected
 

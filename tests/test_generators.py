@@ -561,9 +561,9 @@ def test_direct_calls_validate_too():
 def test_registry_names_and_parameters():
     expected = {
         "llm": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                "gated_ffn"],
+                "gated_ffn", "num_expert", "top_k"],
         "llm-fwd": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                    "gated_ffn"],
+                    "gated_ffn", "num_expert", "top_k"],
         "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
                        "num_kv_head", "gated_ffn"],
         "dlrm": ["mlp_dim", "bottom_num_mlp", "top_num_mlp", "pooled_row", "row", "num_table",
@@ -584,7 +584,9 @@ def test_registry_names_and_parameters():
     llm_optional = {(g, p, d) for g in ("llm", "llm-fwd", "llm-decode")
                     for p, d in (("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0))
                     if (g, p) != ("llm-decode", "ffn_dim")}  # llm-decode keeps its mlp_dim
-    assert optional == {("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
+    moe_optional = {(g, p, None) for g in ("llm", "llm-fwd") for p in ("num_expert", "top_k")}
+    assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
+                        | moe_optional)
     with pytest.raises(TypeError):
         GENERATORS["x"] = GENERATORS["llm"]  # read-only
 

@@ -37,9 +37,11 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    MemoryModel,
     Overlap,
     Parallelism,
     Phase,
+    Recompute,
     Status,
     Topology,
 )
@@ -63,6 +65,7 @@ from dfsearch.spec import (
     NetworkDim,
     Spec,
     System,
+    Training,
 )
 from dfsearch.validate import validate_spec
 
@@ -383,6 +386,22 @@ def pars(draw, spec: Spec, config: tuple[int, ...]) -> tuple[tuple[int, ...], tu
 
 
 @st.composite
+def trainings(draw, graph: Graph) -> Training:
+    """Every training option; the training memory model only on a training graph."""
+    models = [MemoryModel.AUTO, MemoryModel.DFMODEL]
+    if graph.is_training:
+        models.append(MemoryModel.TRAINING)
+    return Training(
+        memory_model=draw(st.sampled_from(models)),
+        recompute=draw(st.sampled_from(list(Recompute))),
+        sequence_parallel=draw(st.booleans()),
+        optimizer_sharding=draw(st.booleans()),
+        grad_bytes=draw(st.sampled_from([0.0, 2.0, 4.0])),
+        optimizer_bytes=draw(st.sampled_from([0.0, 12.0])),
+    )
+
+
+@st.composite
 def llm_cases(draw) -> tuple[Spec, Decision]:
     n = draw(st.integers(1, 10))
     kernels, choices = draw(llm_kernels(n))
@@ -439,12 +458,18 @@ def llm_cases(draw) -> tuple[Spec, Decision]:
     nweights = sum(k.kind is KernelKind.GEMM_WEIGHT for k in kernels)
     if nweights <= len(es) and draw(st.booleans()):
         ex = replace(ex, replicate_sram_index_bug=True)
+    kernels = [  # training memory annotations
+        replace(k, saved_bytes=draw(st.sampled_from([None, 0.0, 3.0, 1000.0])),
+                selective_recompute=draw(st.booleans()))
+        for k in kernels
+    ]  # fmt: skip
     graph = Graph(
         kernels=tuple(kernels),
         connections=tuple(Connection(src=f"k{i}", dst=f"k{j}", zero_out=z) for i, j, z in es),
     )
     cost = replace(COST, link_power_J_per_GB=COST.link_power_J_per_GB[:ndim])
-    spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl)
+    spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl,
+                training=draw(trainings(graph)))  # fmt: skip
     config = draw(configs(spec))
     pinned = tuple(draw(pins(kernels, config, ex.num_config)))
     spec = replace(spec, graph=replace(graph, kernels=pinned))

@@ -103,8 +103,11 @@ def kernels(draw: st.DrawFn, name: str, llm: bool, num_config: int) -> Kernel:
         use_effective_stage=draw(st.booleans()) if weight else False,
         sram_extra_bytes=draw(sizes),
         dram_extra_bytes=draw(sizes),
+        num_expert=draw(st.integers(0, 8)),
         id=draw(st.none() | st.integers(0, 2**40)),
     )
+    if Collective.EXPERT_ALL_TO_ALL in (kern.communication, kern.communication2):
+        kern = replace(kern, num_expert=max(1, kern.num_expert))  # it needs experts
     if llm and _legal_shardings(kern, llm) in ([], [None]):  # give the pass a choice
         kern = replace(kern, m=max(2, m), tiling=Dim.N)
     return replace(kern, sharding=draw(st.sampled_from(_legal_shardings(kern, llm))))

@@ -374,10 +374,12 @@ RULES = [
      "system.network parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
      "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
      "Got (pp, tp) instead."),
-    ("llm-parallelism-required", "llm", net(1, parallelism=Parallelism.NONE),
-     "system.network parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-     "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
-     "Got (tp, none) instead."),
+    # a dimension without parallelism is placed by the search (issue 11 item 4): the fixed
+    # kinds of such a network must each be on one dimension only
+    ("llm-parallelism-once", "llm", dims(("ring", 0, "tp"), ("ring", 0, "tp"), ("ring", 0, "auto")),
+     "system.network[1].parallelism must differ from system.network[0].parallelism: each of "
+     "tp, pp, dp is carried by one dimension at most (omit the field or write 'auto' to let the "
+     "search choose). Got 'tp' instead."),
     ("llm-fixed-sizes-divide", "llm", chain(net(0, size=3), net(1, size=0)),
      "system.network fixed sizes must divide system.num_chip = 4. Got 3 instead."),
     ("llm-sizes-multiply", "llm", net(1, size=4),

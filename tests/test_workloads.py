@@ -31,6 +31,7 @@ from dfsearch.report import describe_spec
 from dfsearch.search import outer as outer_mod
 from dfsearch.validate import RANGES, Range
 from dfsearch.workloads import WORKLOADS, Batch, Lowering, NetworkTerms, WorkloadModel, model_of
+from dfsearch.workloads.base import DramUse
 
 PKG = Path(dfsearch.__file__).parent
 
@@ -153,7 +154,7 @@ class Toy(WorkloadModel):
         )
 
     def dram(self, ctx, weight_bytes, extra_bytes):
-        return ctx.spec.workload.points * ctx.word / ctx.chips_per_copy + extra_bytes, 0.0
+        return DramUse(data=ctx.spec.workload.points * ctx.word / ctx.chips_per_copy + extra_bytes)
 
     def describe(self, workload):
         return f"{workload.points} points, {workload.batches} batches"

@@ -24,7 +24,9 @@ from dfsearch.codes import ComputeType, Dim, Equations, ExecutionStyle, KernelKi
 from dfsearch.cost import network
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.quirks import Quirks
+from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
+from dfsearch.placement import Placement
 from dfsearch.spec import AUTO, Spec
 from dfsearch.validate import MAX_KERNEL_WORK
 from dfsearch.workloads import Batch, Lowering, NetworkTerms, WorkloadModel, model_of
@@ -51,6 +53,8 @@ class Outer:
     micro_batch_size: int
     num_tile: int
     num_config: int
+    #: what each dimension carries (``dfsearch.placement``); None: the spec's fixed roles
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -77,6 +81,7 @@ class Problem:
     layers: int
     layers_per_stage: int
     pipeline_factor: float
+    dram: DramUse = DramUse()  #: the fixed DRAM bytes per chip by purpose
 
     @property
     def num_config(self) -> int:
@@ -163,10 +168,10 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     k_chan = np.zeros((n, 3)) if net.channel_ns is None else np.asarray(net.channel_ns, float)
     k_chan.setflags(write=False)
     ext = sum(k.dram_extra_bytes for k in g.kernels)
-    dram_fixed, act_mult = model.dram(ctx, weight_total, ext)
+    dram = model.dram(ctx, weight_total, ext)
     extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in g.kernels)
     constants = _constants(
-        ctx, model, dram_fixed=dram_fixed, act_mult=act_mult, batch_mult=batch_mult, net=net,
+        ctx, model, dram_fixed=dram.fixed, act_mult=dram.act_mult, batch_mult=batch_mult, net=net,
         sparse=bool(extras or k_chan.any() or any(k_net_1)),
     )  # fmt: skip
     kernels, b, dims = g.kernels, ctx.batch, ctx.dims
@@ -191,14 +196,14 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         workload_flop=g.flop * b.layers * b.global_batch,
         peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
         tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
-        layers_per_stage=b.layers_per_stage, pipeline_factor=pf,
+        layers_per_stage=b.layers_per_stage, pipeline_factor=pf, dram=dram,
     )  # fmt: skip
 
 
 def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> Lowering:
     """Groups, batch structure, sharding, tile count and shard dimensions of ``outer``."""
     kernels = spec.graph.kernels
-    grp = network.groups(spec.system, outer.shape)
+    grp = network.groups(spec.system, outer.shape, outer.placement)
     t = outer.num_tile if model.tiled else 1
     if model.searches_sharding(spec.execution):
         sharding = outer.sharding
@@ -240,9 +245,11 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
     w, h, es = acc.systolic_width, acc.systolic_height, ex.effective_stage
     k_a, k_b, k_z, k_tc, k_wsram, k_isw = [], [], [], [], [], []
     weight_total = 0.0
+    runs = recomputed(spec)
     for i, k in enumerate(spec.graph.kernels):
         sm, sk, sn = ctx.dims[i]
         mult = k.num_input if (k.num_input > 0 and not v2) else 1
+        mult *= 2 if runs[i] else 1  # recomputation runs the kernel a second time
         a = _ceil_div(sm, w)
         if k.type is ComputeType.SIMD:
             b, z = 1, sn
@@ -272,6 +279,7 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
             k_tc.append(flop * mult / rate)
         is_w = k.kind is KernelKind.GEMM_WEIGHT
         wbytes = float(sm) * sk * ex.word_bytes if is_w else 0.0
+        wbytes *= network.experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP experts
         weight_total += wbytes
         k_isw.append(1 if is_w else 0)
         k_wsram.append(0.0 if (k.skip_weight or not is_w) else wbytes)

@@ -12,11 +12,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dfsearch.codes import Status
+from dfsearch.codes import MemoryModel, Status
 from dfsearch.cost.layout import NUM_CFG, NUM_RES, ConfigCol, ResultSlot
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
+from dfsearch.cost.training import DramUse, memory_model
 from dfsearch.decision import Decision
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
@@ -70,6 +71,9 @@ class Evaluation:
     pipeline_factor: float
     price: Price
     shard_dims: tuple[tuple[int, int, int], ...]
+    #: DRAM per chip by purpose (the working set is ``dram_bytes - dram_use.fixed``)
+    dram_use: DramUse = DramUse()
+    memory_model: MemoryModel = MemoryModel.DFMODEL  #: what ``dram_bytes`` counts
 
     @property
     def feasible(self) -> bool:
@@ -173,6 +177,7 @@ def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Ev
         micro_batch_size=decision.micro_batch_size,
         num_tile=decision.num_tile,
         num_config=effective_num_config(spec, requested),
+        placement=decision.placement,
     )
     problem = lower(spec, outer, quirks)
     return evaluate_problem(spec, problem, decision, quirks=quirks)
@@ -235,4 +240,6 @@ def evaluate_problem(
         pipeline_factor=problem.pipeline_factor,
         price=price(spec, problem.outer.shape, dram_bw, quirks),
         shard_dims=tuple(zip(problem.shard_m, problem.shard_k, problem.shard_n)),
+        dram_use=problem.dram,
+        memory_model=memory_model(spec),
     )

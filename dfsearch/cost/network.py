@@ -1,6 +1,7 @@
 """Network terms that depend only on the network shape.
 
-Collective ratios (ns per byte) for the TP/PP/DP groups of LLM runs, the bisection factors of
+Collective ratios (ns per byte) for the TP/PP/DP groups of LLM runs (whole dimensions or
+parts of split ones, ``dfsearch.placement``), the bisection factors of
 DLRM/FFT all-to-alls, the HPL process grid. Plain Python, evaluated once per shape at
 lowering time. The per-dimension formulas belong to each dimension's kind
 (``dfsearch.topology``); this module combines them into the network's terms.
@@ -13,24 +14,32 @@ from dataclasses import dataclass
 
 from dfsearch.codes import Equations, Parallelism
 from dfsearch.cost.quirks import Quirks
+from dfsearch.placement import Placement, fixed_placement
 from dfsearch.spec import System
 from dfsearch.topology import TopologyKind
 
 __all__ = [
     "Groups",
     "groups",
+    "GroupLinks",
+    "group_links",
+    "placement_key",
     "llm_ratios",
     "LLMRatios",
     "hbd_reduce_ratio",
     "is_grid",
     "a2a_factors",
     "hpl_grid",
+    "ExpertRatios",
+    "expert_parallelism",
+    "expert_ratios",
+    "experts_per_chip",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Groups:
-    """Degrees and link bandwidths of the TP, PP and DP groups for one shape."""
+    """Degrees and dimensions of the TP, PP and DP groups for one shape and placement."""
 
     tp: int
     pp: int
@@ -38,24 +47,51 @@ class Groups:
     tp_dim: int  #: network dimension carrying TP, -1 if none
     pp_dim: int
     dp_dim: int
+    #: the placement they come from (the spec's fixed roles unless the search chose one)
+    placement: Placement | None = None
 
 
-def groups(system: System, shape: tuple[int, ...]) -> Groups:
-    """TP/PP/DP degrees: the size of the dimension that carries each (absent = 1)."""
-    deg = {Parallelism.TP: 1, Parallelism.PP: 1, Parallelism.DP: 1}
-    dim = {Parallelism.TP: -1, Parallelism.PP: -1, Parallelism.DP: -1}
-    for i, d in enumerate(system.network):
-        if d.parallelism is not Parallelism.NONE:
-            deg[d.parallelism] = shape[i]
-            dim[d.parallelism] = i
-    return Groups(
-        tp=deg[Parallelism.TP],
-        pp=deg[Parallelism.PP],
-        dp=deg[Parallelism.DP],
-        tp_dim=dim[Parallelism.TP],
-        pp_dim=dim[Parallelism.PP],
-        dp_dim=dim[Parallelism.DP],
-    )
+def groups(system: System, shape: tuple[int, ...], placement: Placement | None = None) -> Groups:
+    """TP/PP/DP degrees and dimensions of ``placement`` (None: the spec's fixed roles, each
+    kind the size of the dimension that carries it; absent = 1)."""
+    pl = fixed_placement(system, shape) if placement is None else placement
+    kinds = (Parallelism.TP, Parallelism.PP, Parallelism.DP)
+    tp, pp, dp = (pl.degree(k) for k in kinds)
+    tp_dim, pp_dim, dp_dim = (pl.find(k)[0] for k in kinds)
+    return Groups(tp, pp, dp, tp_dim, pp_dim, dp_dim, pl)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLinks:
+    """How one kind's groups communicate: the topology kind whose formulas apply at
+    ``degree`` chips on links of ``bw`` GB/s, times ``factor`` (``TopologyKind.sub_group``)."""
+
+    kind: TopologyKind
+    degree: int
+    bw: float
+    factor: int
+    dim: int
+
+
+def group_links(system: System, pl: Placement, kind: Parallelism) -> GroupLinks | None:
+    """The links of ``kind``'s groups under ``pl``; None when no dimension carries it."""
+    i, j = pl.find(kind)
+    if i < 0:
+        return None
+    d = system.network[i]
+    p, n = pl.dims[i][j].degree, math.prod(q.degree for q in pl.dims[i])
+    sub, factor = d.topology.kind.sub_group(p, n, strided=j > 0)
+    return GroupLinks(sub, p, d.link_bw_GBps, factor, i)
+
+
+def placement_key(system: System, pl: Placement) -> tuple:
+    """What the model reads of a placement: every kind's degree and group links. Two
+    placements of one shape with the same key give the same problem."""
+    out = []
+    for k in (Parallelism.TP, Parallelism.PP, Parallelism.DP):
+        g = group_links(system, pl, k)
+        out.append(None if g is None else (g.kind.code, g.degree, g.bw, g.factor))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,35 +123,44 @@ def llm_ratios(
     *,
     separate_rs_ag_for_ar: bool,
     quirks: Quirks,
+    placement: Placement | None = None,
 ) -> LLMRatios:
     """Collective ratios for an LLM run, flat or hierarchical (HBD); quirks in docs/model.md.
-    Each group's per-byte times come from its dimension's kind (``dfsearch.topology``)."""
-    g = groups(system, shape)
+    Each group's per-byte times come from its dimension's kind (``dfsearch.topology``), for a
+    part of a split dimension through ``TopologyKind.sub_group`` (``placement``; None: the
+    spec's fixed roles)."""
+    pl = fixed_placement(system, shape) if placement is None else placement
     net = system.network
     hbd = system.hbd if len(net) == 3 else 0
     double_ar = separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
     ar = a2a = ag = arp = p2p = lat = 0.0
-    if g.tp_dim >= 0:
-        kind, bw, p = net[g.tp_dim].topology.kind, net[g.tp_dim].link_bw_GBps, g.tp
-        ar = kind.reduce_ratio(p, bw)
-        ag = kind.reduce_ratio(p, bw)
-        a2a = kind.all_to_all_ratio(p, bw)
+    tp = group_links(system, pl, Parallelism.TP)
+    if tp is not None:
+        ar = _scaled(tp.kind.reduce_ratio(tp.degree, tp.bw), tp.factor)
+        ag = ar
+        a2a = _scaled(tp.kind.all_to_all_ratio(tp.degree, tp.bw), tp.factor)
         if hbd > 0:
             ar = hbd_reduce_ratio(shape[0], hbd, net[0].link_bw_GBps, net[1].link_bw_GBps)
         if double_ar:
             ar *= 2.0
         lat = system.accelerator.link_latency_ns * (2.0 if separate_rs_ag_for_ar else 1.0)
-        lat *= kind.latency_steps(p)
-    if g.dp_dim >= 0:
-        kind, bw, p = net[g.dp_dim].topology.kind, net[g.dp_dim].link_bw_GBps, g.dp
-        arp = kind.reduce_ratio(p, bw)
+        lat *= tp.kind.latency_steps(tp.degree) * tp.factor
+    dp = group_links(system, pl, Parallelism.DP)
+    if dp is not None:
+        arp = _scaled(dp.kind.reduce_ratio(dp.degree, dp.bw), dp.factor)
         if hbd > 0:
             arp = hbd_reduce_ratio(shape[2], hbd, net[0].link_bw_GBps, net[2].link_bw_GBps)
-        if double_ar and kind.doubles_gradient_all_reduce:
+        if double_ar and net[dp.dim].topology.kind.doubles_gradient_all_reduce:
             arp *= 2.0
-    if g.pp_dim >= 0:
-        p2p = net[g.pp_dim].topology.kind.p2p_ratio(net[g.pp_dim].link_bw_GBps)
+    pp = group_links(system, pl, Parallelism.PP)
+    if pp is not None:
+        p2p = _scaled(pp.kind.p2p_ratio(pp.bw), pp.factor)
     return LLMRatios(ar, a2a, ag, arp, p2p, lat)
+
+
+def _scaled(ratio: float, factor: int) -> float:
+    """``ratio`` times a sub-group's factor; the whole dimension's (factor 1) untouched."""
+    return ratio if factor == 1 else ratio * factor
 
 
 def is_grid(kinds: tuple[TopologyKind, ...]) -> bool:
@@ -190,3 +235,65 @@ def hpl_grid(shape: tuple[int, ...]) -> tuple[int, int]:
     if len(shape) == 2:
         return shape[0], shape[1]
     return shape[0] * shape[1], shape[2]
+
+
+# --------------------------------------------------------------------------- experts (MoE)
+def expert_parallelism(num_expert: int, dp: int) -> int:
+    """EP: the experts of a mixture-of-experts layer are spread over the data-parallel group,
+    EP = gcd(E, DP) chips per set of experts (docs/model.md, "Mixture of experts"). Each
+    chip holds E / EP experts and each expert has DP / EP replicas; 1 for a dense kernel
+    (E = 0).
+
+    >>> expert_parallelism(8, 4), expert_parallelism(8, 16), expert_parallelism(6, 4)
+    (4, 8, 2)
+    """
+    return math.gcd(num_expert, dp) if num_expert > 0 else 1
+
+
+def experts_per_chip(num_expert: int, dp: int) -> int:
+    """E / EP: the experts whose weights one chip holds (1 for a dense kernel, E = 0)."""
+    return num_expert // expert_parallelism(num_expert, dp) if num_expert > 0 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertRatios:
+    """The expert-parallel terms of one MoE layer on one shape: EP, experts per chip, and
+    ns per byte of the dispatch / combine all-to-all (per byte a chip sends) and of an
+    expert's gradient all-reduce over its DP / EP replicas (0 where nothing is exchanged)."""
+
+    ep: int
+    experts_per_chip: int
+    all_to_all: float
+    gradient_all_reduce: float
+
+
+def expert_ratios(
+    system: System,
+    grp: Groups,
+    num_expert: int,
+    *,
+    separate_rs_ag_for_ar: bool,
+    quirks: Quirks,
+) -> ExpertRatios:
+    """Expert parallelism on the links of the data-parallel group (``grp.dp``, its
+    dimension's kind; a part of a split dimension as ``group_links`` gives it): the
+    all-to-all among EP chips is the kind's LLM all-to-all ratio for p = EP per byte of one
+    message, a chip's bytes / EP (each chip sends 1/EP of its token rows to every chip of its
+    expert group, itself included); the gradient all-reduce is the kind's reduce ratio for
+    p = DP / EP, doubled where the dense gradient all-reduce is (no HBD blend). E = 0
+    (a dense kernel) or DP = 1: EP = 1 and nothing is exchanged."""
+    ep = expert_parallelism(num_expert, grp.dp)
+    a2a = arp = 0.0
+    links = None
+    if num_expert > 0 and grp.dp > 1 and grp.placement is not None:  # groups() sets it
+        links = group_links(system, grp.placement, Parallelism.DP)
+    if links is not None:
+        kind, bw, replicas = links.kind, links.bw, grp.dp // ep
+        if ep > 1:
+            a2a = _scaled(kind.all_to_all_ratio(ep, bw), links.factor) / ep
+        if replicas > 1:
+            arp = _scaled(kind.reduce_ratio(replicas, bw), links.factor)
+            double = separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
+            if double and system.network[links.dim].topology.kind.doubles_gradient_all_reduce:
+                arp *= 2.0
+    return ExpertRatios(ep, experts_per_chip(num_expert, grp.dp), a2a, arp)

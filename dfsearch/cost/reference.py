@@ -32,8 +32,10 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    MemoryModel,
     Parallelism,
     Phase,
+    Recompute,
     Status,
     Topology,
     WorkloadKind,
@@ -48,7 +50,7 @@ from dfsearch.kernels.graph import (
     relayout,
     upstream_layout,
 )
-from dfsearch.spec import AUTO, Spec
+from dfsearch.spec import AUTO, Kernel, Spec
 
 __all__ = ["RefResult", "reference_evaluate"]
 
@@ -427,7 +429,10 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
         b, weight_full, weight_sram = _bytes(case, conf, shards)
         sram, tf = _sram(case, conf, b, weight_sram)
         extra["weight_tiling"] = tuple(tf)
-        total, dram_bw = _dram(case, conf, b, weight_full, extra["layers_per_stage"])
+        if _training_memory(case):
+            total, dram_bw = _training_dram(case, conf, b, shards, extra)
+        else:
+            total, dram_bw = _dram(case, conf, b, weight_full, extra["layers_per_stage"])
         if spec.execution.compute_util > 0:
             compute, max_cycles = _flop_compute(case, conf, shards), [0] * conf.n
         else:
@@ -618,6 +623,8 @@ def _shard_dims(case: _Case) -> _Shards:
             dims = [rows, kk, _ceil_div(nn, case.chips)]
         else:
             shard_dim = group(sharding[k])
+            if _seq_parallel(case) and shard_dim is Dim.NO and not kern.kind.has_k:
+                shard_dim = Dim.N  # sequence parallelism: split along the sequence
             tile_dim = group(kern.tiling) if case.llm else Dim.NO
             dims = []
             for d, size in ((Dim.M, rows), (Dim.K, kk), (Dim.N, nn)):
@@ -637,7 +644,10 @@ def _bytes(case: _Case, conf: _Configs, sh: _Shards) -> tuple[list[float], list[
         0.0 if graph.connections[e].zero_out else float(sh.sM[src[e]] * sh.sN[src[e]] * word)
         for e in range(len(src))
     ]
-    weight_full = [float(sh.sM[k] * sh.sK[k] * word) for k in conf.weights]
+    weight_full = [
+        float(sh.sM[k] * sh.sK[k] * word) * _experts_per_chip(case, graph.kernels[k])
+        for k in conf.weights
+    ]
     weight_sram = [
         0.0 if graph.kernels[k].skip_weight else weight_full[i] for i, k in enumerate(conf.weights)
     ]
@@ -764,7 +774,12 @@ def _dram(
         total = wl.n * wl.n * word / chips + dram_extra
     else:
         total = wl.length * word / chips + dram_extra
-    mem = spec.system.memory
+    return _dram_check(case, total)
+
+
+def _dram_check(case: _Case, total: float) -> tuple[float, float]:
+    """The bandwidth in effect for ``total`` DRAM bytes per chip, or DRAM infeasible."""
+    mem = case.spec.system.memory
     cap1, bw1 = mem.dram_bytes, mem.dram_bw_GBps
     cap2, bw2 = mem.second_dram_bytes, mem.second_dram_bw_GBps
     tiers = not case.v2 and cap2 > 0
@@ -777,11 +792,78 @@ def _dram(
     raise _Infeasible(Status.DRAM, total - cap1)
 
 
+def _training_memory(case: _Case) -> bool:
+    """The training memory model is in effect: chosen, or "auto" on an LLM training graph."""
+    chosen = case.spec.training.memory_model
+    if chosen is MemoryModel.AUTO:
+        return case.llm and case.training
+    return chosen is MemoryModel.TRAINING
+
+
+def _training_dram(
+    case: _Case, conf: _Configs, b: list[float], sh: _Shards, extra: dict
+) -> tuple[float, float]:
+    """Training memory per chip of the first stage: parameters x (word + grad_bytes +
+    optimizer_bytes, the last / DP when sharded), kept activations x layers per stage x
+    micro-batches in flight (min(PP, nmb)) x micro-batch (full recompute: the layer inputs,
+    plus one layer rebuilt), dram_extra x layers, micro-batch x the widest live
+    activations; the bandwidth and the capacity check as in :func:`_dram`."""
+    spec, kernels, t = case.spec, case.spec.graph.kernels, case.spec.training
+    lps, nmb = extra["layers_per_stage"], extra["num_micro_batch"]
+    has_fwd = any(k.phase is Phase.FWD for k in kernels)
+    params = lps * sum(
+        sh.sM[i] * sh.sK[i] for i, k in enumerate(kernels)
+        if k.kind is KernelKind.GEMM_WEIGHT and (k.phase is Phase.FWD or not has_fwd)
+    )  # fmt: skip
+    opt = params * t.optimizer_bytes / (case.dp if t.optimizer_sharding else 1)
+    kept = kept_all = 0.0
+    for i, k in enumerate(kernels):
+        if k.phase is not Phase.FWD:
+            continue
+        if k.saved_bytes is not None:
+            saved = k.saved_bytes
+        else:
+            saved = (k.input_bytes or 0.0) + (0.0 if k.kind.has_weight else (k.input2_bytes or 0.0))
+        split = sh.sharding[i] is not Dim.NO or (_seq_parallel(case) and not k.kind.has_k)
+        saved = saved / case.tp if split else saved
+        kept_all += saved
+        if not (t.recompute is Recompute.SELECTIVE and k.selective_recompute):
+            kept += saved
+    if t.recompute is Recompute.FULL:
+        names = {k.name for k in kernels if k.phase is Phase.FWD}
+        fed = {c.dst for c in spec.graph.connections if c.src in names}
+        kept = sum(k.input_bytes or 0.0 for k in kernels if k.name in names and k.name not in fed)
+        kept = kept / case.tp if _seq_parallel(case) else kept
+    act = lps * min(case.pp, max(nmb, 1)) * case.mbs * kept
+    if t.recompute is Recompute.FULL:
+        act += case.mbs * kept_all
+    alive = [conf.tiles[c] * sum(b[e] * conf.E[e][c] for e in range(len(case.gs.src)))
+             for c in range(conf.n)]  # fmt: skip
+    dram_extra = sum(k.dram_extra_bytes for k in kernels)
+    total = params * (case.word + t.grad_bytes) + opt + act + lps * dram_extra
+    total += case.mbs * max(alive)
+    return _dram_check(case, total)
+
+
 # --------------------------------------------------------------------------- compute
 def _streams(case: _Case, k: int) -> int:
-    """num_input of kernel k as a streaming factor of its work (not in v2)."""
+    """num_input of kernel k as a streaming factor of its work (not in v2), times 2 when
+    activation recomputation runs it again."""
     kern = case.spec.graph.kernels[k]
-    return kern.num_input if (kern.num_input > 0 and not case.v2) else 1
+    return (kern.num_input if (kern.num_input > 0 and not case.v2) else 1) * _runs(case, k)
+
+
+def _runs(case: _Case, k: int) -> int:
+    """2 for a forward kernel of a training graph that recomputation reruns, else 1."""
+    kern, mode = case.spec.graph.kernels[k], case.spec.training.recompute
+    if not case.training or kern.phase is not Phase.FWD:
+        return 1
+    again = mode is Recompute.FULL or (mode is Recompute.SELECTIVE and kern.selective_recompute)
+    return 2 if again else 1
+
+
+def _seq_parallel(case: _Case) -> bool:
+    return case.llm and case.training and case.spec.training.sequence_parallel
 
 
 def _flop_compute(case: _Case, conf: _Configs, sh: _Shards) -> list[float]:
@@ -925,6 +1007,8 @@ def _llm_ratios(case: _Case) -> tuple[float, float, float, float, float]:
     system, ex, shape = case.spec.system, case.spec.execution, case.shape
     net, acc = system.network, system.accelerator
     double = ex.separate_rs_ag_for_ar or not case.quirks.half_volume_all_reduce
+    # sequence parallelism: each TP all-reduce is a reduce-scatter + all-gather
+    rs_ag = ex.separate_rs_ag_for_ar or _seq_parallel(case)
     r_ar = r_a2a = r_ag = r_arp = 0.0
     latency = 0.0
     if case.tp_dim >= 0:
@@ -940,9 +1024,9 @@ def _llm_ratios(case: _Case) -> tuple[float, float, float, float, float]:
                 r_ar = (hb - 1) / (hb * net[0].link_bw_GBps) + (x / hb - 1) / (
                     x * net[1].link_bw_GBps
                 )
-        if double:
+        if double or rs_ag:
             r_ar = 2 * r_ar
-        latency = acc.link_latency_ns * (2 if ex.separate_rs_ag_for_ar else 1)
+        latency = acc.link_latency_ns * (2 if rs_ag else 1)
         latency = latency * _latency_steps(topo, tp)
     if case.dp_dim >= 0:
         topo, bw = net[case.dp_dim].topology, net[case.dp_dim].link_bw_GBps
@@ -978,8 +1062,10 @@ def _llm_collectives(case: _Case, sh: _Shards, nmb: int) -> tuple[list[list[floa
             per_k[k][1] = size
         elif typ is Collective.ALL_GATHER:
             per_k[k][2] = size
-        elif typ is Collective.ALL_REDUCE_PERIODIC:
-            per_k[k][3] = size / nmb
+        for j in range(3):
+            per_k[k][j] *= _runs(case, k)
+        if typ is Collective.ALL_REDUCE_PERIODIC and kern.num_expert == 0:
+            per_k[k][3] = size / nmb  # an expert's: _expert_network
     per_e = [[0.0] * 3 for _ in src]
     if not case.spec.execution.skip_inter_chip_optimization:
         for e in range(len(src)):
@@ -996,12 +1082,44 @@ def _llm_collectives(case: _Case, sh: _Shards, nmb: int) -> tuple[list[list[floa
     return per_k, per_e
 
 
+def _experts_per_chip(case: _Case, kern: Kernel) -> int:
+    """MoE: a kernel of E experts holds E / gcd(E, DP) of them per chip; a dense one 1."""
+    e = kern.num_expert
+    return e // math.gcd(e, case.dp) if (case.llm and e > 0) else 1
+
+
+def _expert_network(case: _Case, sh: _Shards, nmb: int) -> tuple[list[float], list[float]]:
+    """MoE, per kernel: the expert all-to-all ns per tile (EP = gcd(E, DP) chips of the DP
+    dimension; each chip sends its shard, 1/EP to each of them: the LLM all-to-all ratio at
+    p = EP per message byte) and the expert gradient all-reduce ns per execution (E / EP
+    experts' gradients over DP / EP replicas, doubled as the dense one)."""
+    kernels, net = case.spec.graph.kernels, case.spec.system.network
+    tile, once = [0.0] * len(kernels), [0.0] * len(kernels)
+    if case.dp_dim < 0:
+        return tile, once
+    topo, bw = net[case.dp_dim].topology, net[case.dp_dim].link_bw_GBps
+    double = case.spec.execution.separate_rs_ag_for_ar or not case.quirks.half_volume_all_reduce
+    for k, kern in enumerate(kernels):
+        if kern.num_expert <= 0:
+            continue
+        ep = math.gcd(kern.num_expert, case.dp)
+        size = float(sh.sM[k] * sh.sN[k] * case.word)
+        if kern.communication is Collective.EXPERT_ALL_TO_ALL and ep > 1:
+            tile[k] = _all_to_all_ratio(topo, ep, bw) * size / ep * _runs(case, k)
+        replicas = case.dp // ep
+        if kern.communication is Collective.ALL_REDUCE_PERIODIC and replicas > 1 and nmb > 0:
+            ratio = _reduce_ratio(topo, replicas, bw) * (2 if double and _doubles_gradient(topo) else 1)
+            once[k] = ratio * size * (kern.num_expert // ep) / nmb
+    return tile, once
+
+
 def _llm_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
     """LLM: T_c x (ratio x bytes) of the configuration's kernel collectives and of the
     re-layouts of edges leaving its kernels, + the periodic all-reduce, + the link latency
     of every TP all-reduce."""
     r_ar, r_a2a, r_ag, r_arp, latency = _llm_ratios(case)
     per_k, per_e = _llm_collectives(case, sh, nmb)
+    ex_tile, ex_once = _expert_network(case, sh, nmb)
     ar_k, a2a_k, ag_k, arp_k = ([v[j] for v in per_k] for j in range(4))
     ar_e, a2a_e, ag_e = ([v[j] for v in per_e] for j in range(3))
     A, H, K, Es = conf.A, conf.H, range(len(per_k)), range(len(per_e))
@@ -1012,6 +1130,8 @@ def _llm_network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[flo
         s_ag = sum(ag_k[k] * A[k][c] for k in K) + sum(ag_e[e] * H[e][c] for e in Es)
         s_arp = sum(arp_k[k] * A[k][c] for k in K)
         t = conf.tiles[c] * (r_ar * s_ar + r_a2a * s_a2a + r_ag * s_ag) + r_arp * s_arp
+        t += conf.tiles[c] * sum(ex_tile[k] * A[k][c] for k in K)
+        t += sum(ex_once[k] * A[k][c] for k in K)
         if case.tp_dim >= 0:
             count = sum(A[k][c] for k in K if ar_k[k] > 0)
             count += sum(H[e][c] for e in Es if ar_e[e] > 0)

@@ -60,6 +60,7 @@ from dfsearch.codes import (
     Equations,
     ExecutionStyle,
     KernelKind,
+    MemoryModel,
     Overlap,
     Parallelism,
     Phase,
@@ -82,6 +83,7 @@ from dfsearch.spec import (
     SearchSettings,
     Spec,
     System,
+    Training,
 )
 from dfsearch.topology import KINDS
 
@@ -903,7 +905,7 @@ class _Builder:
             if par_text:
                 try:
                     parallelism = Parallelism.from_dfmodel(par_text)
-                    if parallelism is Parallelism.NONE:
+                    if parallelism in (Parallelism.NONE, Parallelism.AUTO):
                         raise KeyError(par_text)
                 except KeyError:
                     hint = _closest(par_text, ["TP", "PP", "DP"])
@@ -1196,6 +1198,7 @@ def load_dfmodel(
         execution=execution,
         workload=workload,
         search=SearchSettings(),
+        training=Training(memory_model=MemoryModel.DFMODEL),  # DFModel's DRAM check
     )
     issues = _validate(spec)
     if issues:

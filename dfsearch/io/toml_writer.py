@@ -189,5 +189,9 @@ def spec_to_toml(spec: Spec, *, header: str = "") -> str:
         ex_lines = [
             'num_config = "auto"' if ln.startswith("num_config =") else ln for ln in ex_lines
         ]
-    parts += [_table("execution", ex_lines), _table("search", _lines(spec.search))]
+    parts += [
+        _table("execution", ex_lines),
+        _table("search", _lines(spec.search)),
+        _table("training", _lines(spec.training)),
+    ]
     return _comment(header) + "\n\n".join(p for p in parts if p) + "\n"

@@ -7,8 +7,9 @@ and connections in the same order. Byte sizes are rounded to float32 (:func:`f32
 DFModel stores them in protobuf ``float`` fields.
 
 The LLM generators also take optional parameters DFModel's scripts do not have, for current
-models: ``num_kv_head`` (grouped-query attention), ``ffn_dim`` (FFN width) and ``gated_ffn``
-(SwiGLU FFN); left out, the graph is DFModel's.
+models: ``num_kv_head`` (grouped-query attention), ``ffn_dim`` (FFN width), ``gated_ffn``
+(SwiGLU FFN) and ``num_expert`` / ``top_k`` (``llm``, ``llm-fwd``: a mixture-of-experts layer
+instead of the FFN); left out, the graph is DFModel's.
 
 The registry :data:`GENERATORS` and :func:`generate` serve the CLI and the TOML loader
 (``generator = "llm"`` plus integer parameters).
@@ -31,7 +32,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 from types import MappingProxyType
 
@@ -188,6 +189,27 @@ def _issues_kv_heads(num_head: int, num_kv_head: int | None, path: str) -> list[
     return []
 
 
+#: Experts per token when ``top_k`` is left out (at most ``num_expert``): Mixtral, GShard.
+DEFAULT_TOP_K = 2
+#: Most experts of a MoE layer (``validate.RANGES["graph.kernels[].num_expert"]``).
+MAX_EXPERTS = 2**20
+
+
+def _issues_moe(num_expert: int | None, top_k: int | None, path: str) -> list[Issue]:
+    if num_expert is not None and num_expert > MAX_EXPERTS:
+        return [Issue(f"{path}.num_expert", f"must be <= 2^20 = {MAX_EXPERTS} (the range of a "
+                                            f"kernel's num_expert). Got {num_expert} instead.")]
+    if top_k is None:
+        return []
+    if num_expert is None:
+        return [Issue(f"{path}.top_k", "is only allowed with num_expert (a mixture-of-experts "
+                                       f"layer). Got {top_k} instead.")]
+    if top_k > num_expert:
+        return [Issue(f"{path}.top_k", f"must be <= num_expert ({num_expert}): each token "
+                                       f"goes to top_k distinct experts. Got {top_k} instead.")]
+    return []
+
+
 def _issues_hpl(n: int, b: int, iteration: int | None, path: str) -> list[Issue]:
     if b > n:
         return [Issue(f"{path}.b", f"must be <= n ({n}). Got {b} instead.")]
@@ -225,6 +247,7 @@ def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]
     if name in ("llm", "llm-fwd", "llm-decode"):
         issues += _issues_heads(v["hidden"], v["num_head"], v["head_dim"], path)
         issues += _issues_kv_heads(v["num_head"], v.get("num_kv_head"), path)  # type: ignore[arg-type]
+        issues += _issues_moe(v.get("num_expert"), v.get("top_k"), path)  # type: ignore[arg-type]
     elif name == "hpl":
         issues += _issues_hpl(v["n"], v["b"], v.get("iteration"), path)
         it = v.get("iteration") or v["n"] // v["b"]  # type: ignore[operator]
@@ -254,7 +277,8 @@ _Edge = tuple[str, str]
 @dataclass(frozen=True)
 class _Layer:
     """Sizes of one transformer layer: width h, query heads a, key/value heads g, head size d
-    (a * d = h), FFN width f, tokens s, bytes per element w, SwiGLU (gated) or GeLU FFN."""
+    (a * d = h), FFN width f, tokens s, bytes per element w, SwiGLU (gated) or GeLU FFN;
+    e experts of which each token uses ``topk`` (e = 0: a dense FFN)."""
 
     h: int
     a: int
@@ -264,6 +288,8 @@ class _Layer:
     s: int
     w: int
     gated: bool
+    e: int = 0
+    topk: int = 0
 
     @property
     def hs(self) -> int:  # one activation, h x s
@@ -319,31 +345,41 @@ def _llm_fwd_rows(x: _Layer) -> list[_Row]:
         ("DropOut_2", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
         ("Add_1", _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
         ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
-        *_ffn_fwd_rows(h, x.f, s, hs, x.fs, x.f * h * x.w, x.gated),
+        *(_moe_fwd_rows(x) if x.e
+          else _ffn_fwd_rows(h, x.f, s, hs, x.fs, x.f * h * x.w, x.gated)),
         ("DropOut_3", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
         ("Add_2", _SIMD, _EW2, (1, h, 1, s), hs, hs, hs),
     ]
 
 
+def _ffn_bwd_rows(h: int, f: int, n: int, act: float, inner: float, wt: float,
+                  gated: bool) -> list[_Row]:
+    """The data-gradient kernels of :func:`_ffn_fwd_rows`' FFN (same arguments)."""
+    if gated:  # dA = W_down dY; dG, dU from SwiGLU's derivative; dX = W_gate dG + W_up dU
+        return [
+            ("FFN_down_bwd", _SYS, _GW, (1, f, h, n), act, wt, inner),
+            ("SwiGLU_bwd_gate", _SIMD, _EW2, (1, f, 1, n), inner, inner, inner),
+            ("SwiGLU_bwd_up", _SIMD, _EW2, (1, f, 1, n), inner, inner, inner),
+            ("FFN_gate_bwd", _SYS, _GW, (1, h, f, n), inner, wt, act),
+            ("FFN_up_bwd", _SYS, _GW, (1, h, f, n), inner, wt, act),
+        ]
+    return [
+        ("FFN1_bwd", _SYS, _GW, (1, f, h, n), act, wt, inner),
+        ("GeLU_bwd", _SIMD, _EW1, (1, f, 1, n), inner, None, inner),
+        ("FFN0_bwd", _SYS, _GW, (1, h, f, n), inner, wt, act),
+    ]
+
+
 def _llm_bwd_rows(x: _Layer) -> list[_Row]:
-    """The backward (data-gradient) kernels, in DFModel's order."""
+    """The backward (data-gradient) kernels, in DFModel's order (the FFN's, or the MoE
+    layer's: :func:`_moe_bwd_rows`)."""
     h, a, g, d, f, s = x.h, x.a, x.g, x.d, x.f, x.s
-    hs, kv, ss, fs = x.hs, x.kvs, x.ss, x.fs
-    wt, kvwt, fwt = h * h * x.w, h * g * d * x.w, f * h * x.w
-    if x.gated:  # dA = W_down dY; dG, dU from SwiGLU's derivative; dX = W_gate dG + W_up dU
-        ffn = [
-            ("FFN_down_bwd", _SYS, _GW, (1, f, h, s), hs, fwt, fs),
-            ("SwiGLU_bwd_gate", _SIMD, _EW2, (1, f, 1, s), fs, fs, fs),
-            ("SwiGLU_bwd_up", _SIMD, _EW2, (1, f, 1, s), fs, fs, fs),
-            ("FFN_gate_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
-            ("FFN_up_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
-        ]
+    hs, kv, ss = x.hs, x.kvs, x.ss
+    wt, kvwt = h * h * x.w, h * g * d * x.w
+    if x.e:
+        ffn = _moe_bwd_rows(x)
     else:
-        ffn = [
-            ("FFN1_bwd", _SYS, _GW, (1, f, h, s), hs, fwt, fs),
-            ("GeLU_bwd", _SIMD, _EW1, (1, f, 1, s), fs, None, fs),
-            ("FFN0_bwd", _SYS, _GW, (1, h, f, s), fs, fwt, hs),
-        ]
+        ffn = _ffn_bwd_rows(h, f, s, hs, x.fs, f * h * x.w, x.gated)
     return [
         ("Loss_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
         ("DropOut_3_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
@@ -363,23 +399,31 @@ def _llm_bwd_rows(x: _Layer) -> list[_Row]:
     ]
 
 
+def _ffn_update_rows(h: int, f: int, n: int, act: float, inner: float, wt: float,
+                     gated: bool) -> list[_Update]:
+    """The weight-gradient GEMMs of :func:`_ffn_fwd_rows`' FFN (same arguments)."""
+    if gated:
+        return [
+            ("FFN_down_bwd_weight_update", (1, f, n, h), act, inner, wt),
+            ("FFN_gate_bwd_weight_update", (1, h, n, f), inner, act, wt),
+            ("FFN_up_bwd_weight_update", (1, h, n, f), inner, act, wt),
+        ]
+    return [
+        ("FFN1_bwd_weight_update", (1, f, n, h), act, inner, wt),
+        ("FFN0_bwd_weight_update", (1, h, n, f), inner, act, wt),
+    ]
+
+
 def _llm_update_rows(x: _Layer) -> list[_Update]:
     """Weight-gradient GEMMs over the sequence (K tiled): input 1 the incoming gradient,
     input 2 the forward activation, output the weight gradient."""
     h, g, d, f, s = x.h, x.g, x.d, x.f, x.s
-    hs, kv, fs = x.hs, x.kvs, x.fs
-    wt, kvwt, fwt = h * h * x.w, h * g * d * x.w, f * h * x.w
-    if x.gated:
-        ffn = [
-            ("FFN_down_bwd_weight_update", (1, f, s, h), hs, fs, fwt),
-            ("FFN_gate_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
-            ("FFN_up_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
-        ]
+    hs, kv = x.hs, x.kvs
+    wt, kvwt = h * h * x.w, h * g * d * x.w
+    if x.e:
+        ffn = _moe_update_rows(x)
     else:
-        ffn = [
-            ("FFN1_bwd_weight_update", (1, f, s, h), hs, fs, fwt),
-            ("FFN0_bwd_weight_update", (1, h, s, f), fs, hs, fwt),
-        ]
+        ffn = _ffn_update_rows(h, f, s, hs, x.fs, f * h * x.w, x.gated)
     return [
         *ffn,
         ("PROJ_GEMM_bwd_weight_update", (1, h, s, h), hs, hs, wt),
@@ -396,23 +440,22 @@ def _ffn_fwd_edges(gated: bool) -> list[_Edge]:
             ("FFN_up", "SwiGLU"), ("SwiGLU", "FFN_down"), ("FFN_down", "DropOut_3")]
 
 
-def _llm_fwd_edges(gated: bool) -> list[_Edge]:
-    """Forward connections in DFModel's order (``generate_LLM_fwd.py``)."""
+def _llm_fwd_edges(gated: bool, moe: bool = False) -> list[_Edge]:
+    """Forward connections in DFModel's order (``generate_LLM_fwd.py``); ``moe``: the MoE
+    layer's (:func:`_moe_fwd_edges`) instead of the FFN's."""
     return [
         ("Add_Prev_Layer", "LayerNorm_1"), ("LayerNorm_1", "Q"), ("LayerNorm_1", "K"),
         ("LayerNorm_1", "V"), ("Q", "MHA_GEMM_1"), ("K", "MHA_GEMM_1"),
         ("MHA_GEMM_1", "SOFTMAX"), ("SOFTMAX", "DropOut_1"), ("V", "MHA_GEMM_2"),
         ("DropOut_1", "MHA_GEMM_2"), ("MHA_GEMM_2", "PROJ_GEMM"), ("PROJ_GEMM", "DropOut_2"),
         ("DropOut_2", "Add_1"), ("Add_Prev_Layer", "Add_1"), ("Add_1", "LayerNorm_2"),
-        *_ffn_fwd_edges(gated),
+        *(_moe_fwd_edges(gated) if moe else _ffn_fwd_edges(gated)),
         ("DropOut_3", "Add_2"), ("Add_1", "Add_2"),
     ]
 
 
-def _llm_bwd_edges(gated: bool) -> list[_Edge]:
-    """Backward and weight-gradient connections in DFModel's order. A backward kernel reads
-    the stored forward tensors it needs (V, DropOut_1, K, Q; for SwiGLU, the gate and up
-    projections); each weight gradient reads its incoming gradient and forward input."""
+def _ffn_bwd_edges(gated: bool) -> tuple[list[_Edge], list[_Edge]]:
+    """The FFN's backward connections and its weight gradients' connections."""
     if gated:
         ffn = [("DropOut_3_bwd", "FFN_down_bwd"),
                ("FFN_down_bwd", "SwiGLU_bwd_gate"), ("FFN_gate", "SwiGLU_bwd_gate"),
@@ -435,6 +478,15 @@ def _llm_bwd_edges(gated: bool) -> list[_Edge]:
             ("DropOut_3_bwd", "FFN1_bwd_weight_update"), ("GeLU", "FFN1_bwd_weight_update"),
             ("GeLU_bwd", "FFN0_bwd_weight_update"), ("LayerNorm_2", "FFN0_bwd_weight_update"),
         ]
+    return ffn, ffn_updates
+
+
+def _llm_bwd_edges(gated: bool, moe: bool = False) -> list[_Edge]:
+    """Backward and weight-gradient connections in DFModel's order. A backward kernel reads
+    the stored forward tensors it needs (V, DropOut_1, K, Q; for SwiGLU, the gate and up
+    projections); each weight gradient reads its incoming gradient and forward input.
+    ``moe``: the MoE layer's (:func:`_moe_bwd_edges`) instead of the FFN's."""
+    ffn, ffn_updates = _moe_bwd_edges(gated) if moe else _ffn_bwd_edges(gated)
     return [
         ("Loss_bwd", "DropOut_3_bwd"), *ffn,
         ("LayerNorm_2_bwd", "DropOut_2_bwd"), ("DropOut_2_bwd", "PROJ_GEMM_bwd"),
@@ -453,22 +505,189 @@ def _llm_bwd_edges(gated: bool) -> list[_Edge]:
     ]
 
 
+# --------------------------------------------------------------------------- mixture of experts
+#: Prefix of the expert FFN's kernels (the dense FFN's names otherwise).
+_EXPERT = "Expert_"
+#: The MoE layer's stand-ins for the dense FFN's neighbours in the FFN's connections.
+_MOE_NEIGHBOURS = MappingProxyType({
+    "LayerNorm_2": "MoE_dispatch", "DropOut_3": "MoE_combine",
+    "DropOut_3_bwd": "MoE_combine_bwd", "LayerNorm_2_bwd": "MoE_dispatch_bwd",
+})
+#: Kernels that exchange token rows over the expert-parallel group.
+_MOE_ALL_TO_ALL = ("MoE_dispatch", "MoE_combine", "MoE_combine_bwd", "MoE_dispatch_bwd")
+
+
+def _moe_sizes(x: _Layer) -> tuple[int, int, int, int, int]:
+    """(k s, E s w, h k s w, f k s w, E f h w): routed token rows, router output, dispatched
+    activations, expert inner activations, the weights of one FFN matrix for all experts."""
+    ks = x.topk * x.s
+    return ks, x.e * x.s * x.w, x.h * ks * x.w, x.f * ks * x.w, x.e * x.f * x.h * x.w
+
+
+def _experts(rows: list) -> list:
+    """Rows (or connections) of the dense FFN renamed to the expert FFN's."""
+    return [(_EXPERT + r[0], *r[1:]) for r in rows]
+
+
+def _moe_fwd_rows(x: _Layer) -> list[_Row]:
+    """The forward MoE layer in place of the FFN (docs/model.md, "Mixture of experts"):
+    router h -> E, top-k gating, dispatch of the k s token rows to their experts
+    (all-to-all), the expert FFN on k s rows, the combine (all-to-all back) and the gated
+    sum of each token's k rows."""
+    h, e, s = x.h, x.e, x.s
+    ks, es, hks, fks, ewt = _moe_sizes(x)
+    return [
+        ("Router", _SYS, _GW, (1, e, h, s), x.hs, e * h * x.w, es),
+        ("TopK_gate", _SIMD, _EW1, (1, e, 1, s), es, None, es),
+        ("MoE_dispatch", _SIMD, _EW2, (1, h, 1, ks), x.hs, es, hks),
+        *_experts(_ffn_fwd_rows(h, x.f, ks, hks, fks, ewt, x.gated)),
+        ("MoE_combine", _SIMD, _EW1, (1, h, 1, ks), hks, None, hks),
+        ("MoE_weighted_sum", _SIMD, _EW2, (1, h, 1, s), hks, es, x.hs),
+    ]
+
+
+def _moe_bwd_rows(x: _Layer) -> list[_Row]:
+    """The MoE layer's data gradients: each routed row's gradient (gate x incoming), the
+    all-to-all to the experts, the expert FFN's backward on k s rows, the all-to-all back,
+    the router's gradient (top-k gating, then the router GEMM h <- E), and the sum of each
+    token's k rows with the router's contribution."""
+    h, e, s = x.h, x.e, x.s
+    ks, es, hks, fks, ewt = _moe_sizes(x)
+    back = (_EW2, hks) if x.gated else (_EW1, None)  # SwiGLU: gate and up gradients summed
+    return [
+        ("MoE_weighted_sum_bwd", _SIMD, _EW2, (1, h, 1, ks), x.hs, es, hks),
+        ("MoE_combine_bwd", _SIMD, _EW1, (1, h, 1, ks), hks, None, hks),
+        *_experts(_ffn_bwd_rows(h, x.f, ks, hks, fks, ewt, x.gated)),
+        ("MoE_dispatch_bwd", _SIMD, back[0], (1, h, 1, ks), hks, back[1], hks),
+        ("TopK_gate_bwd", _SIMD, _EW2, (1, e, 1, s), hks, x.hs, es),
+        ("Router_bwd", _SYS, _GW, (1, h, e, s), es, e * h * x.w, x.hs),
+        ("MoE_token_sum_bwd", _SIMD, _EW2, (1, h, 1, s), hks, x.hs, x.hs),
+    ]
+
+
+def _moe_update_rows(x: _Layer) -> list[_Update]:
+    """The expert FFN's weight gradients over k s rows, and the router's over s tokens."""
+    ks, es, hks, fks, ewt = _moe_sizes(x)
+    return [
+        *_experts(_ffn_update_rows(x.h, x.f, ks, hks, fks, ewt, x.gated)),
+        ("Router_bwd_weight_update", (1, x.h, x.s, x.e), es, x.hs, x.e * x.h * x.w),
+    ]
+
+
+def _moe_rename(edges: list[_Edge]) -> list[_Edge]:
+    """The dense FFN's connections as the expert FFN's (its neighbours: the MoE kernels)."""
+    def name(n: str) -> str:
+        return _MOE_NEIGHBOURS.get(n, _EXPERT + n)
+
+    return [(name(a), name(b)) for a, b in edges]
+
+
+def _moe_fwd_edges(gated: bool) -> list[_Edge]:
+    return [
+        ("LayerNorm_2", "Router"), ("Router", "TopK_gate"), ("LayerNorm_2", "MoE_dispatch"),
+        ("TopK_gate", "MoE_dispatch"), *_moe_rename(_ffn_fwd_edges(gated)),
+        ("MoE_combine", "MoE_weighted_sum"), ("TopK_gate", "MoE_weighted_sum"),
+        ("MoE_weighted_sum", "DropOut_3"),
+    ]
+
+
+def _moe_bwd_edges(gated: bool) -> tuple[list[_Edge], list[_Edge]]:
+    """The MoE layer's backward connections and its weight gradients' connections. The
+    gate gradient reads the experts' combined outputs; the router's weight gradient reads
+    the router's input (LayerNorm_2)."""
+    ffn, updates = _ffn_bwd_edges(gated)
+    bwd = [
+        ("DropOut_3_bwd", "MoE_weighted_sum_bwd"), ("TopK_gate", "MoE_weighted_sum_bwd"),
+        ("MoE_weighted_sum_bwd", "MoE_combine_bwd"), *_moe_rename(ffn),
+        ("MoE_combine", "TopK_gate_bwd"), ("DropOut_3_bwd", "TopK_gate_bwd"),
+        ("TopK_gate_bwd", "Router_bwd"), ("MoE_dispatch_bwd", "MoE_token_sum_bwd"),
+        ("Router_bwd", "MoE_token_sum_bwd"), ("MoE_token_sum_bwd", "LayerNorm_2_bwd"),
+    ]
+    return bwd, [*_moe_rename(updates), ("TopK_gate_bwd", "Router_bwd_weight_update"),
+                 ("LayerNorm_2", "Router_bwd_weight_update")]
+
+
+def _moe_saved_bytes(x: _Layer) -> dict[str, float]:
+    """Bytes the MoE forward kernels keep for the backward pass (one sequence): the gating
+    probabilities (E s w), the dispatched rows (the expert FFN's input, h k s w), the expert
+    activation's input and output (2 f k s w; SwiGLU 3 f k s w) and the combined expert
+    outputs (h k s w, read by the gate gradient). The router keeps nothing: its input is
+    LayerNorm_2's kept output."""
+    _, es, hks, fks, _ = _moe_sizes(x)
+    act = {_EXPERT + "SwiGLU": 3.0 * fks} if x.gated else {_EXPERT + "GeLU": 2.0 * fks}
+    return {"TopK_gate": es, "MoE_dispatch": hks, **act, "MoE_combine": hks}
+
+
+def _moe_marks(kernels: list[Kernel], x: _Layer) -> list[Kernel]:
+    """``num_expert`` on the expert kernels and the four all-to-alls; the all-to-alls'
+    ``expert_all_to_all`` of their output (the routed token rows)."""
+    if not x.e:
+        return kernels
+    out = []
+    for k in kernels:
+        if k.name in _MOE_ALL_TO_ALL:
+            k = replace(k, num_expert=x.e, communication=Collective.EXPERT_ALL_TO_ALL,
+                        communication_bytes=k.output_bytes)
+        elif k.name.startswith(_EXPERT):
+            k = replace(k, num_expert=x.e)
+        out.append(k)
+    return out
+
+
 def _row_kernels(rows: list[_Row], phase: Phase, first_id: int, tiling: Dim,
-                 memory: Mapping[str, float] | None = None) -> list[Kernel]:
-    """Kernels from rows, ids from ``first_id``; ``memory`` maps names to ``memory_bytes``."""
+                 memory: Mapping[str, float] | None = None,
+                 saved: Mapping[str, float] | None = None) -> list[Kernel]:
+    """Kernels from rows, ids from ``first_id``; ``memory`` maps names to ``memory_bytes``,
+    ``saved`` to ``saved_bytes`` (a kernel in ``saved`` keeps exactly those bytes, one not
+    in it keeps none; the attention core, :data:`_ATTENTION_CORE`, is marked for selective
+    recomputation)."""
     kernels = []
     for kid, (name, ctype, kind, dims, in1, second, out) in enumerate(rows, start=first_id):
         extra = {"weight_bytes": second} if kind is _GW else {"input2_bytes": second}
         mem = (memory or {}).get(name, 0.0)
-        kernels.append(_kernel(kid, name, kind, ctype, phase, dims, tiling, memory_bytes=mem,
-                               input_bytes=in1, output_bytes=out, **extra))
+        k = _kernel(kid, name, kind, ctype, phase, dims, tiling, memory_bytes=mem,
+                    input_bytes=in1, output_bytes=out, **extra)
+        if saved is not None:
+            k = replace(k, saved_bytes=f32(saved.get(name, 0.0)),
+                        selective_recompute=name in _ATTENTION_CORE)
+        kernels.append(k)
     return kernels
+
+
+#: The attention core: what selective recomputation runs again in the backward pass.
+_ATTENTION_CORE = frozenset({"MHA_GEMM_1", "SOFTMAX", "DropOut_1", "MHA_GEMM_2"})
+
+
+def _llm_saved_bytes(x: _Layer) -> dict[str, float]:
+    """Bytes each forward kernel of one layer keeps for the backward pass (one sequence).
+
+    Every stored tensor is counted once, at the kernel whose sharding splits it across the
+    tensor-parallel group: a norm keeps its input and output (2hs), Q, K and V their outputs
+    (hs, 2 g d s w), the softmax its output (a s^2 w), the attention dropout its output and a
+    one-byte mask (a s^2 (w + 1)), the projection its input (hs), the FFN activation its input
+    and output (2 f s w; SwiGLU: gate, up and product, 3 f s w), the two residual dropouts a
+    one-byte mask (h s). With w = 2, g = a and f = 4h that is 34 s h + 5 a s^2 bytes per
+    sequence, the per-layer activation memory of Korthikanti et al., "Reducing Activation
+    Recomputation in Large Transformer Models" (2022), eq. (1) with b = 1.
+    """
+    h, a, s = x.h, x.a, x.s
+    hs, kv, ss, fs = x.hs, x.kvs, x.ss, x.fs
+    ffn = {"SwiGLU": 3.0 * fs} if x.gated else {"GeLU": 2.0 * fs}
+    if x.e:
+        ffn = _moe_saved_bytes(x)
+    return {
+        "LayerNorm_1": 2.0 * hs, "Q": hs, "K": kv, "V": kv,
+        "SOFTMAX": ss, "DropOut_1": ss + a * s * s,
+        "PROJ_GEMM": hs, "DropOut_2": h * s, "LayerNorm_2": 2.0 * hs,
+        **ffn, "DropOut_3": h * s,
+    }  # fmt: skip
 
 
 def _llm_kernels(x: _Layer) -> tuple[Kernel, ...]:
     """All kernels of one training layer: forward, backward, then weight gradients."""
     fwd, bwd = _llm_fwd_rows(x), _llm_bwd_rows(x)
-    kernels = _row_kernels(fwd, _F, 1, Dim.N) + _row_kernels(bwd, _B, len(fwd) + 1, Dim.N)
+    kernels = _row_kernels(fwd, _F, 1, Dim.N, saved=_llm_saved_bytes(x))
+    kernels += _row_kernels(bwd, _B, len(fwd) + 1, Dim.N)
     # Weight-gradient kernels: GEMM of two activations over the sequence (K tiled), whose
     # output is the weight gradient, all-reduced across data-parallel replicas.
     for name, dims, in1, in2, out in _llm_update_rows(x):
@@ -477,7 +696,7 @@ def _llm_kernels(x: _Layer) -> tuple[Kernel, ...]:
             input_bytes=in1, input2_bytes=in2, output_bytes=out,
             communication=Collective.ALL_REDUCE_PERIODIC, communication_bytes=out,
         ))
-    return tuple(kernels)
+    return tuple(_moe_marks(kernels, x))
 
 
 def _connect_names(kernels: tuple[Kernel, ...], edges: list[_Edge],
@@ -495,19 +714,26 @@ def _layer(name: str, params: dict[str, int | None], seq: int) -> _Layer:
     _check(_validate(name, params, "graph"))
     h, a = params["hidden"], params["num_head"]
     f = params.get("ffn_dim") or params.get("mlp_dim") or 4 * h  # type: ignore[operator]
+    e = params.get("num_expert") or 0
+    topk = params.get("top_k") or min(DEFAULT_TOP_K, e)  # type: ignore[type-var]
     return _Layer(h=h, a=a, g=params["num_kv_head"] or a, d=params["head_dim"],  # type: ignore[arg-type]
-                  f=f, s=seq, w=params["word"], gated=params["gated_ffn"] == 1)  # type: ignore[arg-type]
+                  f=f, s=seq, w=params["word"], gated=params["gated_ffn"] == 1,  # type: ignore[arg-type]
+                  e=e, topk=topk)  # type: ignore[arg-type]
 
 
 def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
                num_kv_head: int | None = None, ffn_dim: int | None = None,
-               gated_ffn: int = 0) -> Graph:
+               gated_ffn: int = 0, num_expert: int | None = None,
+               top_k: int | None = None) -> Graph:
     """One transformer layer, forward and backward, one sequence.
 
     With the defaults, DFModel's layer: 41 kernels (18 forward, 17 backward, 6
     weight-gradient kernels with a periodic all-reduce of the weight bytes) and 53
     connections; the loss kernel has no incoming edge. ``gated_ffn = 1`` gives a SwiGLU FFN:
     45 kernels (19 forward, 19 backward, 7 weight-gradient) and 63 connections.
+    ``num_expert = E`` replaces the FFN by a mixture-of-experts layer (docs/model.md,
+    "Mixture of experts"): 53 kernels (23 forward, 23 backward, 7 weight-gradient) and 71
+    connections; gated, 57 kernels (24, 25, 8) and 81 connections.
 
     Parameters
     ----------
@@ -526,6 +752,13 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
         1: SwiGLU FFN (FFN_gate and FFN_up h -> f, SwiGLU = SiLU(gate) x up, FFN_down
         f -> h), each GEMM with its data-gradient and weight-gradient GEMM; 0: GeLU FFN
         (FFN0 h -> f, GeLU, FFN1 f -> h).
+    num_expert : int, optional
+        E experts (default: none, a dense FFN): the FFN becomes a router GEMM (h -> E), a
+        top-k gating kernel, a dispatch all-to-all of k x s token rows, the FFN above as
+        the expert FFN (``Expert_`` + its kernel names) on k x s rows with E experts'
+        weights, a combine all-to-all and the gated sum of each token's k rows.
+    top_k : int, optional
+        k experts per token, 1 <= k <= E (default min(2, E)); only with ``num_expert``.
 
     Returns
     -------
@@ -535,21 +768,25 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
     ------
     SpecError
         If a parameter is not a positive integer, ``num_head * head_dim != hidden``,
-        ``num_kv_head`` does not divide ``num_head`` or ``gated_ffn`` is not 0 or 1.
+        ``num_kv_head`` does not divide ``num_head``, ``gated_ffn`` is not 0 or 1, or
+        ``top_k`` is given without ``num_expert`` or exceeds it.
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
-                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn)
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
+                  num_expert=num_expert, top_k=top_k)
     x = _layer("llm", params, seq)
     kernels = _llm_kernels(x)
-    edges = _llm_fwd_edges(x.gated) + _llm_bwd_edges(x.gated)
+    edges = _llm_fwd_edges(x.gated, x.e > 0) + _llm_bwd_edges(x.gated, x.e > 0)
     return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
 
 
 def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
             num_kv_head: int | None = None, ffn_dim: int | None = None,
-            gated_ffn: int = 0) -> Graph:
+            gated_ffn: int = 0, num_expert: int | None = None,
+            top_k: int | None = None) -> Graph:
     """The forward half of :func:`llm_fwdbwd`: its forward kernels and the connections among
-    them (18 and 21 with the defaults, 19 and 23 with ``gated_ffn = 1``).
+    them (18 and 21 with the defaults, 19 and 23 with ``gated_ffn = 1``; with
+    ``num_expert``, 23 and 28, gated 24 and 30).
 
     Raises
     ------
@@ -557,10 +794,13 @@ def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
         As :func:`llm_fwdbwd`.
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
-                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn)
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
+                  num_expert=num_expert, top_k=top_k)
     x = _layer("llm-fwd", params, seq)
-    kernels = tuple(_row_kernels(_llm_fwd_rows(x), _F, 1, Dim.N))
-    return Graph(kernels=kernels, connections=_connect_names(kernels, _llm_fwd_edges(x.gated)))
+    kernels = tuple(_moe_marks(
+        _row_kernels(_llm_fwd_rows(x), _F, 1, Dim.N, saved=_llm_saved_bytes(x)), x))
+    edges = _llm_fwd_edges(x.gated, x.e > 0)
+    return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
 
 
 #: Decode connections (DFModel's order) around the FFN; the KV-cache edges are ``zero_out``.
@@ -853,14 +1093,20 @@ _GATED = _p("gated_ffn", "1: SwiGLU FFN (gate, up, down GEMMs); 0: GeLU FFN (two
 _LLM_PARAMS = (
     *_HEADS, _p("seq", "sequence length s"), _WORD, _KV_HEADS,
     _p("ffn_dim", "FFN inner width f; if not given: 4 * hidden", None, required=False), _GATED,
+    _p("num_expert", "experts E of a mixture-of-experts layer replacing the FFN (expert FFN "
+                     "of width ffn_dim); if not given: a dense FFN", None, required=False),
+    _p("top_k", f"experts per token k, <= num_expert; if not given: min({DEFAULT_TOP_K}, "
+                "num_expert)", None, required=False),
 )
 
 #: name -> generator; read-only.
 GENERATORS: Mapping[str, Generator] = MappingProxyType({
     "llm": Generator("llm", llm_fwdbwd, _LLM_PARAMS,
-                     "one transformer layer, forward + backward (41 kernels; 45 gated)"),
+                     "one transformer layer, forward + backward (41 kernels; 45 gated; "
+                     "MoE 53, 57)"),
     "llm-fwd": Generator("llm-fwd", llm_fwd, _LLM_PARAMS,
-                         "one transformer layer, forward only (18 kernels; 19 gated)"),
+                         "one transformer layer, forward only (18 kernels; 19 gated; "
+                         "MoE 23, 24)"),
     "llm-decode": Generator("llm-decode", llm_decode, (
         *_HEADS, _WORD,
         _p("seq_window", "tokens already in the KV cache"),

@@ -1,6 +1,7 @@
 """The search engine: runs the selected strategies, every candidate scored by the evaluator.
 
-An *outer choice* is a network shape x tile count x micro-batch size x configuration count
+An *outer choice* is a network shape x parallelism placement (when the spec leaves one to
+the search: ``outer.placements``) x tile count x micro-batch size x configuration count
 (the micro-batch size is pinned, or 1 whenever that provably wins: ``outer.micro_batch_sizes``). The engine owns what a search learns (``SearchState``: incumbent, open bound,
 proven values, violations, budget) and two strategies from ``search/strategies``
 (``spec.search.strategy`` and ``spec.search.assignment``, docs/design.md "Search
@@ -47,6 +48,7 @@ from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
+from dfsearch.placement import Placement
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.objective import Objective, objective_for
@@ -80,11 +82,14 @@ class SearchState:
     solved: int = 0
     pruned: int = 0
     open_bound: float = math.inf  #: min objective bound of choices not solved exactly
-    #: (shape, tile count, micro-batch size, configuration count, dominance step) -> bound of
+    #: (shape, tile count, micro-batch size, placement, configuration count, dominance step)
+    #: -> bound of
     #: the objective
     #: from the proven optimal final_ns of that outer choice
     exact_values: dict[tuple, float] = field(default_factory=dict)
     violations: dict[str, Violation] = field(default_factory=dict)
+    #: the placement of each kept violation's outer choice (a Violation names only the shape)
+    violation_placements: dict[str, Placement | None] = field(default_factory=dict)
     methods: set[str] = field(default_factory=set)
     stop: str = ""  #: why the search stopped early ("" = it did not)
     #: sharding solutions by what they depend on (``_sharding``)
@@ -100,10 +105,11 @@ class SearchState:
         """The incumbent's objective (inf without one)."""
         return math.inf if self.best is None else self.objective.value(self.best)
 
-    def note_violation(self, v: Violation) -> None:
+    def note_violation(self, v: Violation, placement: Placement | None = None) -> None:
         old = self.violations.get(v.constraint)
         if old is None or v.excess < old.excess:
             self.violations[v.constraint] = v
+            self.violation_placements[v.constraint] = placement
 
     def out_of_budget(self) -> bool:
         if self.control[Control.FLAG] != 0.0:
@@ -125,12 +131,13 @@ class SearchState:
             return None
 
     def unbounded_pair(
-        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int
+        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int,
+        placement: Placement | None = None,
     ) -> Pair:
-        sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache)
-        outer = Outer(shape, sharding, micro_batch_size, num_tile, c)
+        sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache, placement)
+        outer = Outer(shape, sharding, micro_batch_size, num_tile, c, placement)
         status, viol = outer_status(self.spec, outer)
-        return Pair(shape, num_tile, sharding, 0.0, status, viol, micro_batch_size)
+        return Pair(shape, num_tile, sharding, 0.0, status, viol, micro_batch_size, placement)
 
     def solve(self, pair: Pair, c: int) -> float:
         return _solve(self, pair, c)  # looked up at call time (tests wrap engine._solve)
@@ -139,7 +146,7 @@ class SearchState:
         return _dominating_value(self, pair, c)
 
     def note_outer_violation(self, pair: Pair) -> None:
-        self.note_violation(_outer_violation(self.spec, pair))
+        self.note_violation(_outer_violation(self.spec, pair), pair.placement)
 
 
 def search(
@@ -218,12 +225,14 @@ def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- outer space
-def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int, int]]:
-    """Every (shape, tile count, micro-batch size) of the spec, shapes outermost."""
+def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int, int, Placement | None]]:
+    """Every (shape, tile count, micro-batch size, placement) of the spec, shapes outermost,
+    then placements (``outer.placements``: the spec's fixed roles alone when it fixes
+    every dimension's parallelism)."""
     tiles = outer_mod.tile_counts(spec)
     return [
-        (s, t, m) for s in outer_mod.shapes(spec) for t in tiles
-        for m in outer_mod.micro_batch_sizes(spec, s)
+        (s, t, m, pl) for s in outer_mod.shapes(spec) for pl in outer_mod.placements(spec, s)
+        for t in tiles for m in outer_mod.micro_batch_sizes(spec, s, pl)
     ]  # fmt: skip
 
 
@@ -242,7 +251,10 @@ def _dominance_step(spec: Spec, problem: Problem) -> int:
     return 2 if problem.constants.fb_rule else 1
 
 
-def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) -> tuple[Dim, ...]:
+def _sharding(
+    spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict,
+    placement: Placement | None = None,
+) -> tuple[Dim, ...]:
     kernels = spec.graph.kernels
     if not model_of(spec.workload).searches_sharding(spec.execution):
         return tuple(Dim.NO for _ in kernels)
@@ -255,12 +267,12 @@ def _sharding(spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict) ->
     # the sharding depends on the shape only through the TP degree and TP collective ratios
     ratios = network.llm_ratios(
         spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-        quirks=Quirks(),
+        quirks=Quirks(), placement=placement,
     )  # fmt: skip
-    key = (network.groups(spec.system, shape).tp, ratios.all_reduce, ratios.all_gather,
-           ratios.all_to_all, num_tile)  # fmt: skip
+    key = (network.groups(spec.system, shape, placement).tp, ratios.all_reduce,
+           ratios.all_gather, ratios.all_to_all, num_tile)  # fmt: skip
     if key not in cache:
-        cache[key] = solve_spec_sharding(spec, shape, num_tile).sharding
+        cache[key] = solve_spec_sharding(spec, shape, num_tile, placement).sharding
     return cache[key]
 
 
@@ -269,14 +281,15 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
     size); the bound does not depend on the configuration count, ``c_any`` is one of them."""
     spec = st.spec
     out = []
-    for shape, t, mbs in pairs:
+    for shape, t, mbs, pl in pairs:
         if st.out_of_budget():
             raise _Stopped
-        sharding = _sharding(spec, shape, t, st.sharding_cache)
-        outer = Outer(shape, sharding, mbs, t, c_any)
+        sharding = _sharding(spec, shape, t, st.sharding_cache, pl)
+        outer = Outer(shape, sharding, mbs, t, c_any, pl)
         status, viol = outer_status(spec, outer)
         lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
-        out.append(Pair(shape, t, sharding, st.objective.bound(shape, lb), status, viol, mbs))
+        bound = st.objective.bound(shape, lb)
+        out.append(Pair(shape, t, sharding, bound, status, viol, mbs, pl))
     return out
 
 
@@ -287,8 +300,9 @@ class _Stopped(Exception):
 
 def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
     """The objective bound of a solved larger configuration count that dominates c."""
-    for (shape, t, mbs, c2, step), value in st.exact_values.items():
-        same = shape == p.shape and t == p.num_tile and mbs == p.micro_batch_size
+    for (shape, t, mbs, pl, c2, step), value in st.exact_values.items():
+        same = (shape == p.shape and t == p.num_tile and mbs == p.micro_batch_size
+                and pl == p.placement)  # fmt: skip
         if same and c2 > c and step and (c2 - c) % step == 0:
             return value
     return None
@@ -298,17 +312,17 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     """Solve one outer choice; update the incumbent, the open bound and the violations."""
     spec = st.spec
     mbs = p.micro_batch_size
-    outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c)
+    outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c, p.placement)
     problem = lower(spec, outer)
     st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
     a = st.assignment.assign(problem, seed=st.seed, control=st.control)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
-        st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c))
+        st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c), p.placement)
     if a.exhaustive:  # a proof up to the strategy's proof_rel_gap: dominance uses the bound
         ii = min(a.value_ns, a.bound_ns)
         final = outer_mod.final_from_ii(problem, ii) if a.config else math.inf
-        key = (p.shape, p.num_tile, mbs, c, _dominance_step(spec, problem))
+        key = (p.shape, p.num_tile, mbs, p.placement, c, _dominance_step(spec, problem))
         st.exact_values[key] = st.objective.bound(p.shape, final)
     else:
         final = outer_mod.final_from_ii(problem, a.bound_ns)
@@ -318,7 +332,7 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     st.methods.add(a.method)
     decision = Decision(
         shape=p.shape, sharding=p.sharding, micro_batch_size=mbs, num_tile=p.num_tile,
-        config=a.config, num_config=c,
+        config=a.config, num_config=c, placement=p.placement,
     )  # fmt: skip
     ev = evaluate_problem(spec, problem, decision)
     st.evaluations += 1
@@ -344,9 +358,11 @@ def _joint_sharding(st: SearchState) -> None:
                     continue
                 sh = list(d.sharding)
                 sh[i] = choice
-                p = Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0, d.micro_batch_size)
+                p = Pair(d.shape, d.num_tile, tuple(sh), 0.0, Status.OK, 0.0,
+                         d.micro_batch_size, d.placement)  # fmt: skip
                 c = effective_num_config(spec, len(current.configs))
-                problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile, c))
+                problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile,
+                                            c, d.placement))  # fmt: skip
                 bound = st.objective.bound(d.shape, outer_mod.lower_bound_ns(problem))
                 if bound >= st.objective.value(current):
                     continue
@@ -391,7 +407,10 @@ def _result(st: SearchState, method: str, total: int, seconds: float, interrupte
         stopped_by=st.stop,
         notes=tuple(notes),
     )
-    viol = tuple(_explain(st.spec, st.violations[k]) for k in sorted(st.violations)) if best is None else ()
+    viol = tuple(
+        _explain(st.spec, st.violations[k], st.violation_placements.get(k))
+        for k in sorted(st.violations)
+    ) if best is None else ()  # fmt: skip
     return RunResult(spec=st.spec, evaluation=best, search=stats, violations=viol)
 
 
@@ -413,16 +432,17 @@ def _bound_s(st: SearchState, best: Evaluation | None, bound: float) -> float | 
     return bound / 1e9
 
 
-def _explain(spec: Spec, v: Violation) -> Violation:
+def _explain(spec: Spec, v: Violation, placement: Placement | None = None) -> Violation:
     """Name the kernels behind an SRAM or cores violation: those that break it even alone
-    in a configuration at the closest outer choice."""
+    in a configuration at the closest outer choice (with its ``placement``)."""
     if v.constraint not in ("sram", "cores") or not v.num_config:
         return v
     from dfsearch.search.assign import lone_misfits
 
-    sharding = _sharding(spec, v.shape, v.num_tile, {})
+    sharding = _sharding(spec, v.shape, v.num_tile, {}, placement)
     mbs = outer_mod.micro_batch_size(spec)
-    problem = lower(spec, Outer(v.shape, sharding, mbs, v.num_tile, v.num_config))
+    outer = Outer(v.shape, sharding, mbs, v.num_tile, v.num_config, placement)
+    problem = lower(spec, outer)
     names = [spec.graph.kernels[k].name for k, c, _ in lone_misfits(problem) if c == v.constraint]
     if names:
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")

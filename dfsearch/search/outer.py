@@ -1,5 +1,5 @@
-"""Outer choices: network shapes, micro-batch sizes, tile counts, configuration counts
-and a lower bound of the objective for one set of outer choices.
+"""Outer choices: network shapes, parallelism placements, micro-batch sizes, tile counts,
+configuration counts and a lower bound of the objective for one set of outer choices.
 """
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import math
 
 from dfsearch.codes import ObjectiveKind
 from dfsearch.cost.lower import Problem
-from dfsearch.cost.network import groups
+from dfsearch.cost.network import groups, placement_key
 from dfsearch.cost.overlap import combine_overlap
+from dfsearch.placement import Placement, has_searched_dims
+from dfsearch.placement import placements as all_placements
 from dfsearch.spec import AUTO, Spec
 from dfsearch.workloads import model_of
 
@@ -17,6 +19,7 @@ __all__ = [
     "divisors",
     "factorizations",
     "shapes",
+    "placements",
     "tile_counts",
     "config_counts",
     "micro_batch_size",
@@ -94,6 +97,26 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
     return out
 
 
+def placements(spec: Spec, shape: tuple[int, ...]) -> list[Placement | None]:
+    """The parallelism placements searched on ``shape``: [None] (the spec's fixed roles) when
+    every dimension's parallelism is given or the workload has no roles (a kind that does not
+    shard across chips: DLRM, HPL, FFT); else every placement ``dfsearch.placement``
+    enumerates that the workload admits (an LLM's PP <= num_layer), one per distinct
+    ``network.placement_key`` (same degrees and group links: the same problem), the first
+    of each in enumeration order."""
+    model = model_of(spec.workload)
+    if not (model.shards_across_chips and has_searched_dims(spec.system)):
+        return [None]
+    out: list[Placement | None] = []
+    seen: set[tuple] = set()
+    for pl in all_placements(spec.system, shape):
+        key = placement_key(spec.system, pl)
+        if key not in seen and model.admits_shape(spec, shape, pl):
+            seen.add(key)
+            out.append(pl)
+    return out
+
+
 def tile_counts(spec: Spec) -> list[int]:
     """Candidate tile counts T, ascending (``WorkloadModel.tile_counts``: LLM every divisor
     of seq_len, those >= ceil(seq/tile_size) plus that ceiling when a tile size is given;
@@ -115,9 +138,12 @@ def micro_batch_size(spec: Spec) -> int:
     return model_of(spec.workload).micro_batch_size(spec)
 
 
-def micro_batch_sizes(spec: Spec, shape: tuple[int, ...]) -> list[int]:
-    """Micro-batch sizes searched on ``shape``, ascending (``WorkloadModel.micro_batch_sizes``:
-    an LLM spec's, or with 0 every divisor of global_batch_size / DP).
+def micro_batch_sizes(
+    spec: Spec, shape: tuple[int, ...], placement: Placement | None = None
+) -> list[int]:
+    """Micro-batch sizes searched on ``shape`` and ``placement``, ascending
+    (``WorkloadModel.micro_batch_sizes``: an LLM spec's, or with 0 every divisor of
+    global_batch_size / DP).
 
     Only the smallest is kept when it dominates the others: the workload says it is never
     slower nor less feasible with everything else fixed
@@ -125,7 +151,7 @@ def micro_batch_sizes(spec: Spec, shape: tuple[int, ...]) -> list[int]:
     objective is the time per batch, which is all it compares.
     """
     model = model_of(spec.workload)
-    sizes = model.micro_batch_sizes(spec, groups(spec.system, shape).dp)
+    sizes = model.micro_batch_sizes(spec, groups(spec.system, shape, placement).dp)
     if (
         len(sizes) > 1
         and spec.search.objective is ObjectiveKind.TIME

@@ -32,6 +32,7 @@ from dfsearch.kernels.graph import (
     sharding_choices,
     upstream_layout,
 )
+from dfsearch.placement import Placement
 from dfsearch.spec import Graph, Spec
 
 __all__ = ["ShardingSolution", "solve_sharding", "solve_spec_sharding", "sharding_bytes"]
@@ -213,18 +214,22 @@ def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
     return order
 
 
-def solve_spec_sharding(spec: Spec, shape: tuple[int, ...], num_tile: int) -> ShardingSolution:
-    """Sharding of an LLM spec for one shape and tile count: pinned choices kept, the rest
-    byte-minimal with ties broken by per-tile compute + collective time at this TP degree."""
+def solve_spec_sharding(
+    spec: Spec, shape: tuple[int, ...], num_tile: int, placement: Placement | None = None
+) -> ShardingSolution:
+    """Sharding of an LLM spec for one shape, tile count and parallelism placement (None:
+    the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
+    per-tile compute + collective time at this TP degree."""
     from dfsearch.cost import network
     from dfsearch.cost.lower import shard_dims
     from dfsearch.cost.quirks import Quirks
 
     sysm, ex = spec.system, spec.execution
-    grp = network.groups(sysm, shape)
+    grp = network.groups(sysm, shape, placement)
     r = network.llm_ratios(
-        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=Quirks()
-    )
+        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=Quirks(),
+        placement=placement,
+    )  # fmt: skip
     peak = sysm.accelerator.peak_gflops
     rate = (ex.compute_util or 1.0) * peak
     word = ex.word_bytes

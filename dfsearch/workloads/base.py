@@ -22,18 +22,21 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dfsearch.codes import Dim, Status, WorkloadKind
+from dfsearch.cost.training import DramUse
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.network import Groups
     from dfsearch.cost.quirks import Quirks
     from dfsearch.kernels.graph import GraphStructure
+    from dfsearch.placement import Placement
     from dfsearch.spec import Execution, Kernel, Spec, System
     from dfsearch.validate import IssueSink
 
 __all__ = [
     "WorkloadModel",
     "Batch",
+    "DramUse",
     "SINGLE_RUN",
     "Lowering",
     "NetworkTerms",
@@ -186,6 +189,10 @@ class WorkloadModel(ABC):
     min_network_dims : int
         Fewest network dimensions of a fixed-network kind; ``min_network_dims_reason`` ends
         the message ("for an hpl workload (the process grid is X x Y)").
+    counts_training_memory : bool
+        Whether ``training.memory_model = "auto"`` counts a training step's memory
+        (gradients, optimizer state, kept activations: ``cost.training``) for a training
+        graph of this kind.
     """
 
     kind: ClassVar[WorkloadKind]
@@ -197,6 +204,7 @@ class WorkloadModel(ABC):
     tiled: ClassVar[bool] = False
     min_network_dims: ClassVar[int] = 1
     min_network_dims_reason: ClassVar[str] = ""
+    counts_training_memory: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ outer choices
     def searches_sharding(self, execution: Execution) -> bool:
@@ -208,8 +216,11 @@ class WorkloadModel(ABC):
         free sizes (``search.outer.shapes``)."""
         return None
 
-    def admits_shape(self, spec: Spec, shape: tuple[int, ...]) -> bool:
-        """Whether the search considers this network shape (LLM: PP <= num_layer)."""
+    def admits_shape(
+        self, spec: Spec, shape: tuple[int, ...], placement: Placement | None = None
+    ) -> bool:
+        """Whether the search considers this network shape with this parallelism placement
+        (None: the spec's fixed roles; LLM: PP <= num_layer)."""
         return True
 
     def tile_counts(self, spec: Spec) -> list[int]:
@@ -256,9 +267,10 @@ class WorkloadModel(ABC):
         return NetworkTerms()
 
     @abstractmethod
-    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
-        """(fixed DRAM bytes per chip, multiplier of the live activation bytes), given the
-        total weight bytes of one layer's kernels and their ``dram_extra_bytes``."""
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
+        """Fixed DRAM bytes per chip by purpose and the multiplier of the live activation
+        bytes, given the total weight bytes of one layer's kernels and their
+        ``dram_extra_bytes``."""
 
     def checks_sram(self, execution: Execution) -> bool:
         """Whether configurations are held to the SRAM capacity."""

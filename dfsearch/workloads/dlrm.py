@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from dfsearch.codes import Collective, Equations, Status, WorkloadKind
 from dfsearch.workloads.base import (
     Batch,
+    DramUse,
     Lowering,
     NetworkTerms,
     WorkloadModel,
@@ -93,11 +94,12 @@ class DLRM(WorkloadModel):
                 once[i] = by * r.all_reduce_periodic
         return NetworkTerms(kernel_once_ns=once, channel_ns=chan)
 
-    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """Weights and extra bytes as an LLM's, plus this chip's share of the tables."""
         wl, lps = ctx.spec.workload, ctx.batch.layers_per_stage
         table = wl.num_table * wl.row * wl.emb_dim * ctx.word / ctx.chips_per_copy
-        return lps * weight_bytes + lps * extra_bytes + table, float(ctx.batch.micro_batch)
+        return DramUse(weights=lps * weight_bytes, data=lps * extra_bytes + table,
+                       act_mult=float(ctx.batch.micro_batch))
 
     def checks_sram(self, execution: Execution) -> bool:
         """SRAM is checked, except with the v2 equations (they check it for LLMs only)."""

@@ -8,7 +8,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Dim, WorkloadKind
-from dfsearch.workloads.base import Lowering, NetworkTerms, WorkloadModel, all_to_all_channels
+from dfsearch.workloads.base import (
+    DramUse,
+    Lowering,
+    NetworkTerms,
+    WorkloadModel,
+    all_to_all_channels,
+)
 
 if TYPE_CHECKING:
     from dfsearch.spec import Execution, Kernel, Spec
@@ -50,10 +56,10 @@ class FFT(WorkloadModel):
     def network(self, ctx: Lowering) -> NetworkTerms:
         return NetworkTerms(channel_ns=all_to_all_channels(ctx, ctx.chips_per_copy**2))
 
-    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """This chip's share of the signal; no activations."""
         wl = ctx.spec.workload
-        return wl.length * ctx.word / ctx.chips_per_copy + extra_bytes, 0.0
+        return DramUse(data=wl.length * ctx.word / ctx.chips_per_copy + extra_bytes)
 
     def checks_sram(self, execution: Execution) -> bool:
         return False

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Collective, Dim, WorkloadKind
-from dfsearch.workloads.base import Lowering, NetworkTerms, WorkloadModel
+from dfsearch.workloads.base import DramUse, Lowering, NetworkTerms, WorkloadModel
 
 if TYPE_CHECKING:
     from dfsearch.spec import Execution, Kernel, Spec
@@ -68,10 +68,10 @@ class HPL(WorkloadModel):
                 chan[i][0] = k.communication_bytes / y / bws[0]
         return NetworkTerms(channel_ns=chan)
 
-    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """This chip's share of the n x n matrix; no activations."""
         wl = ctx.spec.workload
-        return wl.n * wl.n * ctx.word / ctx.chips_per_copy + extra_bytes, 0.0
+        return DramUse(data=wl.n * wl.n * ctx.word / ctx.chips_per_copy + extra_bytes)
 
     def checks_sram(self, execution: Execution) -> bool:
         return False

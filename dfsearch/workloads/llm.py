@@ -5,17 +5,33 @@ are searched (docs/model.md)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Dim, Equations, Parallelism, Status, WorkloadKind
-from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
+from dfsearch.codes import (
+    Collective,
+    Dim,
+    Equations,
+    MemoryModel,
+    Parallelism,
+    Status,
+    WorkloadKind,
+)
+from dfsearch.workloads.base import (
+    Batch,
+    DramUse,
+    Lowering,
+    NetworkTerms,
+    WorkloadModel,
+    tiled_shard_dims,
+)
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
-    from dfsearch.cost.network import Groups, LLMRatios
-    from dfsearch.spec import Spec, System
+    from dfsearch.cost.network import ExpertRatios, Groups, LLMRatios
+    from dfsearch.placement import Placement
+    from dfsearch.spec import Kernel, Spec, System
     from dfsearch.validate import IssueSink
 
 __all__ = ["LLMWorkload", "LLM"]
@@ -59,17 +75,21 @@ class LLM(WorkloadModel):
     generator_fields = MappingProxyType({"hidden": "hidden_dim", "seq": "seq_len"})
     shards_across_chips = True
     tiled = True
+    counts_training_memory = True
 
     # ------------------------------------------------------------------ outer choices
     def only_shape(self, system: System, chips: int) -> tuple[int, ...] | None:
         """A one-dimensional network always spans every chip."""
         return (chips,) if len(system.network) == 1 else None
 
-    def admits_shape(self, spec: Spec, shape: tuple[int, ...]) -> bool:
-        """Every pipeline stage holds at least one layer: PP <= num_layer."""
+    def admits_shape(
+        self, spec: Spec, shape: tuple[int, ...], placement: Placement | None = None
+    ) -> bool:
+        """Every pipeline stage holds at least one layer: PP <= num_layer (PP of
+        ``placement``, else of the spec's fixed roles)."""
         from dfsearch.cost.network import groups
 
-        return groups(spec.system, shape).pp <= spec.workload.num_layer
+        return groups(spec.system, shape, placement).pp <= spec.workload.num_layer
 
     def tile_counts(self, spec: Spec) -> list[int]:
         """Every divisor of seq_len; a tile size is a lower bound (tile_size x T >= seq_len,
@@ -136,12 +156,23 @@ class LLM(WorkloadModel):
         from dfsearch.cost.network import groups
 
         gb = spec.workload.global_batch_size
-        unit = outer.micro_batch_size * groups(spec.system, outer.shape).dp
+        unit = outer.micro_batch_size * groups(spec.system, outer.shape, outer.placement).dp
         if outer.micro_batch_size < 1 or gb % unit != 0:
             return Status.DIVISIBILITY, float(gb % max(unit, 1))
         return Status.OK, 0.0
 
     # ------------------------------------------------------------------ lowering
+    def shard_dims(
+        self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
+    ) -> tuple[int, int, int]:
+        """The shared rule; under sequence parallelism a replicated elementwise kernel is
+        split over TP along the sequence (N)."""
+        from dfsearch.cost.training import sequence_split
+
+        if sequence_split(spec, kernel, choice):
+            choice = Dim.N
+        return tiled_shard_dims(kernel, choice, tp, t)
+
     def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
         wl = spec.workload
         return Batch(
@@ -158,8 +189,16 @@ class LLM(WorkloadModel):
         ex = spec.execution
         r = network.llm_ratios(
             spec.system, ctx.shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
-            quirks=ctx.quirks,
+            quirks=ctx.quirks, placement=ctx.outer.placement,
         )  # fmt: skip
+        if spec.training.sequence_parallel and spec.graph.is_training:
+            # each TP all-reduce becomes a reduce-scatter + all-gather (the DP gradient
+            # all-reduce is unchanged)
+            rs_ag = network.llm_ratios(
+                spec.system, ctx.shape, separate_rs_ag_for_ar=True, quirks=ctx.quirks,
+                placement=ctx.outer.placement,
+            )  # fmt: skip
+            r = replace(r, all_reduce=rs_ag.all_reduce, ar_latency=rs_ag.ar_latency)
         tile, once, ar = _kernel_collectives(ctx, r)
         edges = _edge_relayouts(ctx, r) if self.searches_sharding(ex) else None
         word = ctx.word
@@ -173,10 +212,17 @@ class LLM(WorkloadModel):
             ar_latency_ns=r.ar_latency, p2p_ns=p2p,
         )  # fmt: skip
 
-    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> tuple[float, float]:
-        """Each stage holds its layers' weights; activations scale with the micro-batch."""
+    def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
+        """The training memory of the first pipeline stage (``cost.training``) when the
+        memory model is ``training``; else DFModel's: each stage holds its layers' weights,
+        the live activations scale with the micro-batch."""
+        from dfsearch.cost import training
+
+        if training.memory_model(ctx.spec) is MemoryModel.TRAINING:
+            return training.training_dram(ctx, extra_bytes)
         lps = ctx.batch.layers_per_stage
-        return lps * weight_bytes + lps * extra_bytes, float(ctx.batch.micro_batch)
+        return DramUse(weights=lps * weight_bytes, data=lps * extra_bytes,
+                       act_mult=float(ctx.batch.micro_batch))
 
     # ------------------------------------------------------------------ input and output
     def issues(self, sink: IssueSink, workload: LLMWorkload) -> None:
@@ -266,11 +312,14 @@ def _kernel_collectives(
 ) -> tuple[list[float], list[float], list[int]]:
     """Per-tile and once-per-execution collective time and the all-reduce flag of every
     kernel."""
+    from dfsearch.cost.training import recomputed
+
     kernels = ctx.spec.graph.kernels
     skip_ic = ctx.spec.execution.skip_inter_chip_optimization
     nmb = ctx.batch.num_micro_batch
     n = len(kernels)
     tile, once, ar = [0.0] * n, [0.0] * n, [0] * n
+    runs = recomputed(ctx.spec)
     for i, k in enumerate(kernels):
         typ = k.communication
         if typ is Collective.NONE and ctx.sharding[i] is Dim.K and not skip_ic:
@@ -283,9 +332,26 @@ def _kernel_collectives(
             tile[i] = r.all_to_all * by
         elif typ is Collective.ALL_GATHER:
             tile[i] = r.all_gather * by
+        elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0 and k.num_expert > 0:
+            e = _expert_ratios(ctx, k.num_expert)  # E / EP experts' gradients, DP / EP replicas
+            once[i] = e.gradient_all_reduce * by * e.experts_per_chip / nmb
         elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
             once[i] = r.all_reduce_periodic * by / nmb
+        elif typ is Collective.EXPERT_ALL_TO_ALL:
+            tile[i] = _expert_ratios(ctx, k.num_expert).all_to_all * by
+        if runs[i]:
+            tile[i] *= 2.0  # a recomputed kernel's collective runs again too
     return tile, once, ar
+
+
+def _expert_ratios(ctx: Lowering, num_expert: int) -> ExpertRatios:
+    """The expert-parallel terms of an E-expert kernel (docs/model.md, "Mixture of experts")."""
+    from dfsearch.cost import network
+
+    return network.expert_ratios(
+        ctx.spec.system, ctx.groups, num_expert,
+        separate_rs_ag_for_ar=ctx.spec.execution.separate_rs_ag_for_ar, quirks=ctx.quirks,
+    )  # fmt: skip
 
 
 def _edge_relayouts(ctx: Lowering, r: LLMRatios) -> list[float]:

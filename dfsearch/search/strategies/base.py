@@ -1,8 +1,8 @@
 """The two kinds of search strategy, what they exchange with the engine, and the control array.
 
 An :class:`AssignmentStrategy` solves one lowered ``Problem`` (fixed outer choices) and
-returns an ``Assignment``. An :class:`OuterStrategy` decides which outer choices (shape, tile
-count, micro-batch size, configuration count) are solved and in which order; it works on the engine's
+returns an ``Assignment``. An :class:`OuterStrategy` decides which outer choices (shape, parallelism
+placement, tile count, micro-batch size, configuration count) are solved and in which order; it works on the engine's
 :class:`OuterState` (incumbent, open bound, counters, budget) and solves a choice only
 through ``state.solve``, which runs the selected assignment strategy and re-scores the
 winner with the full evaluator. docs/design.md ("Search strategies") states the contract.
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dfsearch.codes import Dim, Status
     from dfsearch.cost.lower import Problem
     from dfsearch.cost.model import Evaluation
+    from dfsearch.placement import Placement
     from dfsearch.search.assign import Assignment
     from dfsearch.search.objective import Objective
     from dfsearch.spec import Spec
@@ -57,14 +58,16 @@ class Pair:
     status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
     violation: float
     micro_batch_size: int = 1
+    #: what each dimension carries (``dfsearch.placement``); None: the spec's fixed roles
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OuterSpace:
     """The outer choices of a spec and the limits an outer strategy works with."""
 
-    #: (shape, tile count, micro-batch size), shapes outermost
-    pairs: tuple[tuple[tuple[int, ...], int, int], ...]
+    #: (shape, tile count, micro-batch size, placement), shapes outermost, then placements
+    pairs: tuple[tuple[tuple[int, ...], int, int, Placement | None], ...]
     counts: tuple[int, ...]  #: distinct effective configuration counts, largest first
     bound_limit: int  #: pairs above which "auto" samples instead of bounding every pair
     trials: int  #: distinct outer choices a sampler solves
@@ -137,7 +140,8 @@ class OuterState(Protocol):
         ...
 
     def unbounded_pair(
-        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int
+        self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int,
+        placement: Placement | None = None,
     ) -> Pair:
         """A pair with its sharding and outer feasibility, without a bound."""
         ...
