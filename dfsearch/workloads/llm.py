@@ -167,10 +167,11 @@ class LLM(WorkloadModel):
     ) -> tuple[int, int, int]:
         """The shared rule; under sequence parallelism a replicated elementwise kernel is
         split over TP along the sequence (N)."""
-        from dfsearch.cost.training import sequence_split
+        if spec.training.sequence_parallel:  # checked first: this runs per kernel and shape
+            from dfsearch.cost.training import sequence_split
 
-        if sequence_split(spec, kernel, choice):
-            choice = Dim.N
+            if sequence_split(spec, kernel, choice):
+                choice = Dim.N
         return tiled_shard_dims(kernel, choice, tp, t)
 
     def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
