@@ -484,6 +484,123 @@ def _check_lines(spec: Path, data: dict[str, Any], outer: Any) -> list[str]:
     return lines
 
 
+# ----------------------------------------------------------------------------- studies
+def _objectives(text: str | None, option: str) -> tuple[str, ...] | None:
+    from dfsearch.study.pareto import parse_objectives
+
+    try:
+        return parse_objectives(text, option) if text else None
+    except SpecError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def sweep(
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML): a base spec, axes, filters; docs/studies.md.")],
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="Results folder: results.csv (one row per point) is written there, row by row.")],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Worker processes (each compiles once); 1 = this process.")] = 1,
+    dask: Annotated[Optional[str], typer.Option("--dask", metavar="ADDRESS", help="Run the points on a Dask distributed scheduler (tcp://host:8786); needs 'pip install \"dfsearch[distributed]\"'.")] = None,  # noqa: UP045
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start the table anew instead of resuming (a table written for another study is refused otherwise).")] = False,
+    pareto: Annotated[Optional[str], typer.Option("--pareto", metavar="OBJECTIVES", help="Then print the Pareto front over 2 or 3 of throughput, cost, power (e.g. 'throughput,cost').")] = None,  # noqa: UP045
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the study and list its points; search nothing.")] = False,
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Also write a summary as JSON to PATH ('-' = stdout).")] = None,  # noqa: UP045
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+) -> None:
+    """Search every point of a design-space study and stream one row per point to
+    DIR/results.csv. Interrupted (Ctrl-C, kill), the same command resumes where it stopped;
+    a table written for another study (or a changed base spec) is refused unless --fresh.
+    Same study and seed give the same table for any --jobs (the seconds column aside)."""
+    from dfsearch.study import commands
+    from dfsearch.study.runner import SweepInterrupted
+    from dfsearch.study.runner import sweep as run_sweep
+    from dfsearch.study.study import load_study
+
+    _check_args(inputs=(study,), outputs={"--json": json_out})
+    objectives = _objectives(pareto, "--pareto")
+    try:
+        s = load_study(study)
+        if dry_run:
+            points = s.points()
+            typer.echo(f"{study}: {len(points)} points ({len(s.all_points())} before filters)")
+            for p in points:
+                s.point_spec(p)
+                typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
+            return
+        show = not quiet and json_out != "-"
+        summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
+                            progress=commands.progress_printer() if show else None)  # fmt: skip
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+    except (SweepInterrupted, KeyboardInterrupt) as exc:
+        typer.echo(str(exc) or "interrupted; run the same command again to resume.", err=True)
+        raise typer.Exit(130) from None
+    data = summary.to_json()
+    lines = commands.summary_lines(summary)
+    if objectives:
+        header, rows = commands.load_results(output)
+        lines += commands.front_lines(header, rows, objectives)
+        data["pareto"] = commands.front_json(header, rows, objectives)
+    if json_out != "-":
+        typer.echo("\n".join(lines))
+    if json_out:
+        _write_json(_finite(data), json_out)
+
+
+@app.command("pareto")
+def pareto_cmd(
+    results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
+    objectives: Annotated[str, typer.Option("--objectives", metavar="OBJECTIVES", help="2 or 3 of throughput, cost, power, separated by commas.")] = "throughput,cost",
+    json_out: JsonOpt = None,
+) -> None:
+    """Print the exact Pareto front of a results table: the feasible points no other point
+    beats in every objective (throughput maximised, cost and power minimised)."""
+    from dfsearch.study import commands
+
+    _check_args(outputs={"--json": json_out})
+    names = _objectives(objectives, "--objectives")
+    try:
+        header, rows = commands.load_results(results)
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+    if json_out != "-":
+        typer.echo("\n".join(commands.front_lines(header, rows, names)))
+    if json_out:
+        _write_json(_finite(commands.front_json(header, rows, names)), json_out)
+
+
+@app.command()
+def plot(
+    results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
+    kind: Annotated[str, typer.Option("--kind", metavar="KIND", help="heatmap (a metric per accelerator x topology, one panel per other-axes pair), breakdown (compute/memory/network bars) or pareto (scatter with the front).")] = "heatmap",
+    metric: Annotated[str, typer.Option("--metric", metavar="COLUMN", help="Table column of the heat map (utilization, final_s, cost_efficiency, power_efficiency, ...).")] = "utilization",
+    objectives: Annotated[str, typer.Option("--objectives", metavar="OBJECTIVES", help="Pareto plot: 2 or 3 of throughput, cost, power; the first two are the plot's axes.")] = "throughput,cost",
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", metavar="PATH", help="Image file (.png, .svg, .pdf); default RESULTS/<kind>[_<metric>].png.")] = None,  # noqa: UP045
+) -> None:
+    """Draw a figure of a results table (needs 'pip install "dfsearch[plot]"', matplotlib)."""
+    from dfsearch.errors import SolverUnavailableError
+    from dfsearch.study import commands, plots
+
+    if kind not in plots.KINDS:
+        typer.echo(f"--kind must be one of {', '.join(plots.KINDS)}. Got {kind!r} instead.", err=True)
+        raise typer.Exit(2)
+    names = _objectives(objectives, "--objectives")
+    folder = results if results.is_dir() else results.parent
+    dest = output or folder / (f"{kind}_{metric}.png" if kind == "heatmap" else f"{kind}.png")
+    _check_args(outputs={"--output": dest})
+    try:
+        header, rows = commands.load_results(results)
+        if kind == "heatmap":
+            fig = plots.heatmap_figure(header, rows, metric)
+        elif kind == "breakdown":
+            fig = plots.breakdown_figure(header, rows)
+        else:
+            fig = plots.pareto_figure(header, rows, names)
+        plots.save(fig, dest)
+    except (SpecError, SolverUnavailableError) as exc:
+        raise _fail(exc) from None
+    typer.echo(f"wrote {dest}")
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

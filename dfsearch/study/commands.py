@@ -1,0 +1,93 @@
+"""The text side of ``dfsearch sweep`` and ``dfsearch pareto``: progress line, summary,
+Pareto listing. The command line (dfsearch/cli.py) parses options and calls these."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dfsearch.errors import Issue, SpecError
+from dfsearch.study.pareto import OBJECTIVES, pareto_front
+from dfsearch.study.table import METRICS, read_table, table_path
+
+__all__ = ["progress_printer", "summary_lines", "load_results", "front_lines", "front_json"]
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def progress_printer(stream: Any = None):
+    """A progress callback writing ``sweep: 12/80 points, 0.41 s/point, ETA 0m24s`` to
+    stderr (one line rewritten in place on a terminal, a line per point otherwise)."""
+    stream = stream or sys.stderr
+    tty = stream.isatty()
+    first: list[int] = []
+
+    def show(done: int, total: int, elapsed: float, ran: int) -> None:
+        if not first:
+            first.append(done - ran)
+        per = elapsed / ran if ran else 0.0
+        eta = per * (total - done)
+        text = f"  sweep: {done}/{total} points, {per:.3g} s/point, elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
+        stream.write(("\r" + text + "   ") if tty else text + "\n")
+        if tty and done == total:
+            stream.write("\n")
+        stream.flush()
+
+    return show
+
+
+def summary_lines(summary: Any) -> list[str]:
+    s = summary
+    resumed = f", {s.done_before} already in the table" if s.done_before else ""
+    return [
+        f"swept {s.points} points ({s.ran} run{resumed}) in {s.seconds:.3g} s with {s.jobs} job(s), {s.backend}",
+        f"feasible {s.feasible}, infeasible {s.infeasible}; table {s.table}",
+    ]
+
+
+def load_results(folder: str | Path, option: str = "RESULTS") -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and rows of a results folder (or a results.csv path).
+
+    Raises
+    ------
+    SpecError
+        No results table there.
+    """
+    path = Path(folder)
+    if path.is_dir():
+        path = table_path(path)
+    if not path.is_file():
+        raise SpecError(Issue(option, f"has no results table: {str(path)!r} does not exist. Run 'dfsearch sweep' first."))
+    return read_table(path)
+
+
+def axis_names(header: Sequence[str]) -> list[str]:
+    return [c for c in header if c != "point" and c not in METRICS]
+
+
+def front_lines(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> list[str]:
+    front = pareto_front(rows, objectives)
+    feasible = sum(r.get("final_s") is not None for r in rows)
+    lines = [f"Pareto front over {', '.join(objectives)}: {len(front)} of {feasible} feasible points"]
+    names = axis_names(header)
+    for r in sorted(front, key=lambda r: r["final_s"]):
+        where = ", ".join(f"{n}={r[n]}" for n in names)
+        values = []
+        for name in objectives:
+            if name == "throughput":
+                values.append(f"throughput {1.0 / r['final_s']:.6g}/s (final_s {r['final_s']:.6g})")
+            else:
+                column = OBJECTIVES[name][0]
+                values.append(f"{name} {r[column]:.6g}")
+        lines.append(f"  point {r['point']}: {where}: " + ", ".join(values))
+    return lines
+
+
+def front_json(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> dict[str, Any]:
+    front = pareto_front(rows, objectives)
+    return {"objectives": list(objectives), "points": [dict(r) for r in front]}

@@ -1,0 +1,163 @@
+"""Figures of a results table (optional extra ``dfsearch[plot]``: matplotlib).
+
+* ``heatmap``: a metric per (first axis x second axis), by default accelerator x topology,
+  one panel per combination of the other axes (memory/interconnect pairs in the paper's grid);
+  infeasible cells are blank and marked "-".
+* ``breakdown``: per point, stacked bars of the compute, memory and network time of its
+  configurations (sums over configurations, as fractions of their total).
+* ``pareto``: every feasible point by two objectives, the exact front highlighted.
+
+Each ``*_figure`` function returns a matplotlib ``Figure`` (Agg canvas, no display needed);
+``save`` writes it. matplotlib is imported only here, only when a figure is made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dfsearch.errors import Issue, SolverUnavailableError, SpecError
+from dfsearch.study.pareto import OBJECTIVES, pareto_front
+from dfsearch.study.table import FLOAT_COLUMNS, INT_COLUMNS, METRICS
+
+__all__ = ["KINDS", "heatmap_figure", "breakdown_figure", "pareto_figure", "save"]
+
+KINDS = ("heatmap", "breakdown", "pareto")
+_PREFERRED = ("accelerator", "topology")
+_LABELS = {
+    "final_s": "time per batch (s)", "throughput_per_s": "throughput (batches/s)",
+    "utilization": "utilization", "system_cost": "system cost ($)", "system_power": "system power (W)",
+    "cost_efficiency": "cost efficiency (GFLOP/s per $)", "power_efficiency": "power efficiency (GFLOP/s per W)",
+}  # fmt: skip
+
+
+def _figure(**kwargs: Any) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise SolverUnavailableError(
+            "plots need matplotlib: pip install \"dfsearch[plot]\" (or pip install matplotlib)."
+        ) from None
+    return Figure(**kwargs)
+
+
+def _axes_of(header: Sequence[str]) -> list[str]:
+    return [c for c in header if c != "point" and c not in METRICS]
+
+
+def _distinct(rows: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
+    seen: list[Any] = []
+    for r in rows:
+        if r[name] not in seen:
+            seen.append(r[name])
+    return seen
+
+
+def _numeric(metric: str) -> None:
+    if metric not in FLOAT_COLUMNS | (INT_COLUMNS - {"point", "seed"}):
+        allowed = ", ".join(m for m in METRICS if m in FLOAT_COLUMNS or m in INT_COLUMNS)
+        raise SpecError(Issue("--metric", f"must be a numeric column of the table: {allowed}. Got {metric!r} instead."))
+
+
+def heatmap_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], metric: str) -> Any:
+    """One heat map panel per combination of the axes other than the two shown."""
+    _numeric(metric)
+    axes = _axes_of(header)
+    if len(axes) < 2:
+        raise SpecError(Issue("--kind", f"heatmap needs a table with at least 2 axes. Got {len(axes)} ({', '.join(axes)})."))
+    shown = [a for a in _PREFERRED if a in axes] if all(a in axes for a in _PREFERRED) else axes[:2]
+    y_name, x_name = shown
+    others = [a for a in axes if a not in shown]
+    ys, xs = _distinct(rows, y_name), _distinct(rows, x_name)
+    panels = list(itertools.product(*[_distinct(rows, o) for o in others])) or [()]
+    cols = min(len(panels), 2)
+    nrows = math.ceil(len(panels) / cols)
+    fig = _figure(figsize=(5.5 * cols, 0.5 * len(ys) * nrows + 2.0 * nrows), layout="constrained")
+    values = [r[metric] for r in rows if r[metric] is not None]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    for i, key in enumerate(panels):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        grid = [[math.nan] * len(xs) for _ in ys]
+        for r in rows:
+            if tuple(r[o] for o in others) == key and r[metric] is not None:
+                grid[ys.index(r[y_name])][xs.index(r[x_name])] = float(r[metric])
+        image = ax.imshow(grid, cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
+        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+        ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+        ax.set_xlabel(x_name)
+        ax.set_ylabel(y_name)
+        ax.set_title(", ".join(f"{o}={v}" for o, v in zip(others, key)) or metric)
+        for (yi, xi) in itertools.product(range(len(ys)), range(len(xs))):
+            v = grid[yi][xi]
+            ax.text(xi, yi, "-" if math.isnan(v) else f"{v:.3g}", ha="center", va="center", fontsize=7,
+                    color="white" if not math.isnan(v) and v < (lo + hi) / 2 else "black")  # fmt: skip
+    fig.colorbar(image, ax=fig.axes, label=_LABELS.get(metric, metric))
+    fig.suptitle(f"{_LABELS.get(metric, metric)} per {y_name} x {x_name}")
+    return fig
+
+
+def _point_label(row: Mapping[str, Any], axes: Sequence[str]) -> str:
+    return "/".join(str(row[a]) for a in axes) or str(row["point"])
+
+
+def breakdown_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Stacked fractions of compute, memory and network time per feasible point."""
+    axes = _axes_of(header)
+    feasible = [r for r in rows if r["final_s"] is not None]
+    fig = _figure(figsize=(max(6.0, 0.3 * len(feasible) + 2.0), 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    bottom = [0.0] * len(feasible)
+    totals = [sum(r[c] or 0.0 for c in ("compute_ns", "memory_ns", "network_ns")) or 1.0 for r in feasible]
+    for column, name in (("compute_ns", "compute"), ("memory_ns", "memory"), ("network_ns", "network")):
+        heights = [(r[column] or 0.0) / t for r, t in zip(feasible, totals)]
+        ax.bar(range(len(feasible)), heights, bottom=bottom, label=name)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(range(len(feasible)), [_point_label(r, axes) for r in feasible], rotation=90, fontsize=7)
+    ax.set_ylabel("share of configuration time")
+    ax.set_xlabel(" / ".join(axes) or "point")
+    ax.set_title("compute / memory / network time per point (sums over configurations)")
+    ax.set_xlim(-0.6, len(feasible) - 0.4)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def pareto_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> Any:
+    """Feasible points by the first two objectives; the exact front (over all given
+    objectives) highlighted."""
+    x_name, y_name = objectives[0], objectives[1]
+    feasible = [r for r in rows if r["final_s"] is not None]
+    front = pareto_front(rows, objectives)
+
+    def value(r: Mapping[str, Any], name: str) -> float:
+        return 1.0 / r["final_s"] if name == "throughput" else float(r[OBJECTIVES[name][0]])
+
+    fig = _figure(figsize=(6.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter([value(r, x_name) for r in feasible], [value(r, y_name) for r in feasible],
+               color="lightgray", label="points")  # fmt: skip
+    ordered = sorted(front, key=lambda r: value(r, x_name))
+    ax.plot([value(r, x_name) for r in ordered], [value(r, y_name) for r in ordered], "o-",
+            color="tab:red", label=f"Pareto front ({', '.join(objectives)})")  # fmt: skip
+    axes = _axes_of(header)
+    for r in ordered:
+        ax.annotate(_point_label(r, axes), (value(r, x_name), value(r, y_name)), fontsize=6)
+    unit = {"throughput": "throughput (batches/s)", "cost": "system cost ($)", "power": "system power (W)"}
+    ax.set_xlabel(unit[x_name])
+    ax.set_ylabel(unit[y_name])
+    for name, setter in ((x_name, ax.set_xscale), (y_name, ax.set_yscale)):
+        span = [value(r, name) for r in feasible]
+        if span and min(span) > 0 and max(span) / min(span) > 100:
+            setter("log")  # the paper's grid spans 3 orders of magnitude of cost
+    ax.set_title(f"{len(front)} of {len(feasible)} points on the Pareto front")
+    ax.legend()
+    return fig
+
+
+def save(fig: Any, path: str | Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=120)

@@ -1,0 +1,330 @@
+"""The study file: a base spec, axes, how they combine, filters and fixed edits.
+
+```toml
+[study]
+base = "gpt3_1T_dse_base.toml"   # relative to the study file
+combine = "cross"                 # or "zip"
+filter = "system.num_chip <= 1024"
+seed = 0                          # optional: the search seed of every point
+
+[set]                             # optional: edits applied to every point first
+"execution.equations" = "design_space"
+
+[axes]                            # in this order: the first axis varies slowest
+accelerator = ["h100", "tpu_v4", "sn30", "wse2"]   # a catalogue preset axis
+"system.memory.dram_bw_GBps" = [300, 600]          # a field path axis
+```
+
+A point's spec is the base file's data with, in this order, the ``[set]`` edits, the
+preset axes (accelerator, memory, topology, interconnect: catalogue order), then the field
+path axes (file order), read through the TOML loader: the same checks and messages as a
+spec file, and a generated graph is generated again from the edited workload.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dfsearch.errors import Issue, SpecError
+from dfsearch.spec import Spec
+from dfsearch.study import catalogue
+from dfsearch.study.filters import Condition, parse_filter
+
+__all__ = ["Axis", "Point", "Study", "load_study", "study_from_data"]
+
+_TOP = ("study", "axes", "set")
+_STUDY_KEYS = ("base", "combine", "filter", "seed", "name", "description")
+_COMBINE = ("cross", "zip")
+_PATH = re.compile(r"^[A-Za-z_]\w*(\[\d+\]|\.\d+|\.[A-Za-z_]\w*)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One axis: a catalogue preset kind or a spec field path, and its values."""
+
+    name: str
+    values: tuple[Any, ...]
+    preset: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One point of a study: its position in the full product and one value per axis."""
+
+    index: int
+    values: tuple[Any, ...]
+
+    def labels(self, axes: tuple[Axis, ...]) -> str:
+        return ", ".join(f"{a.name}={cell(v)}" for a, v in zip(axes, self.values))
+
+
+def cell(value: Any) -> Any:
+    """An axis value as a table cell: numbers, words and booleans as they are, tables and
+    arrays as JSON text."""
+    if isinstance(value, list | dict | tuple):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parsed, checked study file. ``base_data`` is the base spec as TOML data."""
+
+    file: str
+    base: Path
+    base_data: dict[str, Any]
+    defaults: dict[str, Any]  #: the loaded base spec as data (every field, defaults too)
+    axes: tuple[Axis, ...]
+    combine: str
+    filters: tuple[Condition, ...]
+    fixed: tuple[tuple[str, Any], ...]
+    seed: int | None
+    name: str
+
+    def all_points(self) -> list[Point]:
+        """Every combination of the axes' values (before filters)."""
+        lists = [a.values for a in self.axes]
+        combos = zip(*lists) if self.combine == "zip" else itertools.product(*lists)
+        return [Point(i, tuple(c)) for i, c in enumerate(combos)]
+
+    def points(self) -> list[Point]:
+        """The points the filters keep, in order."""
+        return [p for p in self.all_points() if self._kept(p)]
+
+    def point_data(self, point: Point) -> dict[str, Any]:
+        """The TOML data of a point's spec (not yet validated)."""
+        data = copy.deepcopy(self.base_data)
+        for path, value in self.fixed:
+            _put(data, path, value, self.file, f"set.{path}")
+        by_name = dict(zip((a.name for a in self.axes), point.values))
+        for kind in catalogue.ORDER:
+            if kind in by_name:
+                for path, value in catalogue.preset_edits(kind, by_name[kind], data).items():
+                    _put(data, path, value, self.file, f"axes.{kind}")
+        for axis, value in zip(self.axes, point.values):
+            if not axis.preset:
+                _put(data, axis.name, copy.deepcopy(value), self.file, f"axes.{axis.name}")
+        return data
+
+    def point_spec(self, point: Point) -> Spec:
+        """The validated spec of a point.
+
+        Raises
+        ------
+        SpecError
+            The point's spec breaks a rule; the message names the study file, the point's
+            axis values and each field path.
+        """
+        from dfsearch.loader import _spec_from_data
+
+        data = self.point_data(point)
+        where = f"{self.file} (point {point.labels(self.axes)})"
+        try:
+            return _spec_from_data(data, file=where, base_dir=self.base.parent)
+        except SpecError as exc:
+            raise exc.with_file(where) from None
+
+    def _kept(self, point: Point) -> bool:
+        if not self.filters:
+            return True
+        by_name = dict(zip((a.name for a in self.axes), point.values))
+        data = self.point_data(point) if any(c.name not in by_name for c in self.filters) else {}
+        for c in self.filters:
+            actual = by_name[c.name] if c.name in by_name else self._field(data, c.name)
+            try:
+                if not c.holds(actual):
+                    return False
+            except TypeError as exc:
+                msg = f"cannot compare: {exc} (in {c.text!r}, point {point.labels(self.axes)})."
+                raise SpecError(Issue("study.filter", msg), file=self.file) from None
+        return True
+
+    def _field(self, data: dict[str, Any], path: str) -> Any:
+        for source in (data, self.defaults):
+            found, value = _get(source, path)
+            if found:
+                return value
+        msg = f"names no axis and no field of the spec: {path!r} (axes: {', '.join(a.name for a in self.axes) or 'none'})."
+        raise SpecError(Issue("study.filter", msg), file=self.file)
+
+
+def _keys(path: str) -> list[str | int]:
+    return [int(k) if k.isdigit() else k for k in re.sub(r"\[(\d+)\]", r".\1", path).split(".")]
+
+
+def _get(data: Any, path: str) -> tuple[bool, Any]:
+    node = data
+    for key in _keys(path):
+        if (isinstance(node, list) and isinstance(key, int) and key < len(node)) or (isinstance(node, dict) and isinstance(key, str) and key in node):
+            node = node[key]
+        else:
+            return False, None
+    return True, node
+
+
+def _put(data: dict[str, Any], path: str, value: Any, file: str, where: str) -> None:
+    """Set ``value`` at ``path``; missing tables are created (the loader then rejects an
+    unknown one with its own message), a missing list item is an error."""
+    node: Any = data
+    keys = _keys(path)
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        if isinstance(node, list):
+            if not isinstance(key, int) or key >= len(node):
+                msg = (f"{path!r}: {'.'.join(map(str, keys[:depth]))} is a list of {len(node)}; "
+                       f"expected an index 0 to {len(node) - 1}. Got {key!r} instead.")  # fmt: skip
+                raise SpecError(Issue(where, msg), file=file)
+        elif not isinstance(node, dict) or isinstance(key, int):
+            msg = f"{path!r}: {'.'.join(map(str, keys[:depth])) or 'the spec'} is not a list or table."
+            raise SpecError(Issue(where, msg), file=file)
+        if last:
+            node[key] = value
+        else:
+            if isinstance(node, dict) and key not in node:
+                node[key] = {}
+            node = node[key]
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and check a study file (TOML).
+
+    Raises
+    ------
+    SpecError
+        Unreadable file, bad TOML, unknown keys, a bad axis, filter or base spec; every
+        message names the study file and the key (exit code 2 on the command line).
+    """
+    from dfsearch.loader import parse_toml, read_text
+
+    file = str(path)
+    return study_from_data(parse_toml(read_text(path), file), file=file, folder=Path(path).parent)
+
+
+def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
+    """A :class:`Study` from parsed TOML data (``folder``: where ``base`` is relative to)."""
+    issues: list[Issue] = []
+    _unknown(data, _TOP, "", issues)
+    head = data.get("study")
+    if not isinstance(head, dict):
+        issues.append(Issue("study", "is required (a [study] table with at least base = \"spec.toml\")."))
+        head = {}
+    _unknown(head, _STUDY_KEYS, "study.", issues)
+    combine = head.get("combine", "cross")
+    if combine not in _COMBINE:
+        issues.append(Issue("study.combine", f"must be one of 'cross', 'zip'. Got {combine!r} instead."))
+    seed = head.get("seed")
+    if seed is not None:
+        from dfsearch.validate import seed_issue
+
+        if (issue := seed_issue("study.seed", seed)) is not None:
+            issues.append(issue)
+    axes = _axes(data.get("axes", {}), combine, issues)
+    fixed = _fixed(data.get("set", {}), issues)
+    filters = _filters(head.get("filter"), issues)
+    base = head.get("base")
+    if (not isinstance(base, str) or not base) and isinstance(data.get("study"), dict):
+        issues.append(Issue("study.base", f"must be the path of a spec file (relative to the study file). Got {base!r} instead."))
+    if issues:
+        raise SpecError(issues, file=file)
+    base_path = folder / base
+    base_data, defaults = _read_base(base_path, file)
+    name = head.get("name") if isinstance(head.get("name"), str) else Path(file).stem
+    return Study(file, base_path, base_data, defaults, axes, combine, filters, fixed, seed, name)
+
+
+def _unknown(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, issues: list[Issue]) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (allowed: {', '.join(allowed)})."
+            issues.append(Issue(f"{prefix}{key}", f"is not a key of a study file{hint}"))
+
+
+def _axes(table: Any, combine: str, issues: list[Issue]) -> tuple[Axis, ...]:
+    if not isinstance(table, dict):
+        issues.append(Issue("axes", "must be a table: axis name = [values]."))
+        return ()
+    axes = []
+    for name, values in _flatten(table, ""):
+        where = f"axes.{name}"
+        if not isinstance(values, list) or not values:
+            issues.append(Issue(where, f"must be a non-empty array of values. Got {values!r} instead."))
+            continue
+        preset = name in catalogue.PRESETS
+        if preset:
+            known = catalogue.PRESETS[name]
+            for i, v in enumerate(values):
+                if v not in known:
+                    issues.append(Issue(f"{where}[{i}]", f"must be one of {', '.join(map(repr, known))} (docs/studies.md, catalogue). Got {v!r} instead."))
+        elif not _PATH.match(name):
+            issues.append(Issue(where, "is neither a catalogue axis (accelerator, memory, topology, interconnect) nor a field path such as \"system.memory.dram_bw_GBps\"."))
+        cells = [json.dumps(cell(v)) for v in values]
+        if len(set(cells)) != len(cells):
+            issues.append(Issue(where, f"lists a value twice: {values!r}. Each point must be distinct."))
+        axes.append(Axis(name, tuple(values), preset))
+    if combine == "zip" and len({len(a.values) for a in axes}) > 1:
+        sizes = ", ".join(f"{a.name} {len(a.values)}" for a in axes)
+        issues.append(Issue("axes", f"with combine = \"zip\" every axis needs the same number of values. Got {sizes}."))
+    return tuple(axes)
+
+
+def _fixed(table: Any, issues: list[Issue]) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(table, dict):
+        issues.append(Issue("set", "must be a table: \"field.path\" = value."))
+        return ()
+    out = []
+    for path, value in _flatten(table, ""):
+        if not _PATH.match(path):
+            issues.append(Issue(f"set.{path}", "is not a field path such as \"execution.equations\"."))
+        out.append((path, value))
+    return tuple(out)
+
+
+def _flatten(table: dict[str, Any], prefix: str) -> list[tuple[str, Any]]:
+    """Keys written quoted (``"system.num_chip" = ...``) or dotted (``system.num_chip = ...``,
+    which TOML reads as sub-tables) as one list of (field path, value)."""
+    out = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out += _flatten(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _filters(value: Any, issues: list[Issue]) -> tuple[Condition, ...]:
+    if value is None:
+        return ()
+    texts = value if isinstance(value, list) else [value]
+    out: list[Condition] = []
+    for i, text in enumerate(texts):
+        path = "study.filter" if not isinstance(value, list) else f"study.filter[{i}]"
+        try:
+            out += parse_filter(text, path)
+        except SpecError as exc:
+            issues += exc.issues
+    return tuple(out)
+
+
+def _read_base(path: Path, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The base spec as TOML data (a DFModel input: its converted data) and as complete data
+    (every field, for filters on fields the file leaves at their default)."""
+    from dfsearch.loader import _to_data, load_spec, parse_toml, read_text
+
+    try:
+        spec = load_spec(path)
+        text = read_text(path)
+    except SpecError as exc:
+        raise SpecError([Issue("study.base", f"{i.render(exc.file)}") for i in exc.issues], file=file) from None
+    full = _to_data(spec)
+    from dfsearch.io.dfmodel import looks_like_dfmodel
+
+    data = full if looks_like_dfmodel(text) else parse_toml(text, str(path))
+    return data, full

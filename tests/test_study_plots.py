@@ -1,0 +1,111 @@
+"""Figures of a results table: the data inside each figure (axis labels, tick labels,
+plotted values), not only that a file appears. Needs matplotlib (the plot extra)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("matplotlib")
+
+from dfsearch.cli import app
+from dfsearch.errors import SpecError
+from dfsearch.study import plots
+from dfsearch.study.table import METRICS, TableWriter, columns, read_table
+
+ACCS, TOPOS, MEMS = ["h100", "sn30"], ["torus2d", "dgx1", "dgx2"], ["ddr", "hbm"]
+
+
+def fake_table(tmp_path: Path) -> Path:
+    """A results table with known values: utilization = 0.1 x (acc + 1) + 0.01 x topo +
+    0.5 x mem; point (sn30, dgx2, ddr) infeasible."""
+    path = tmp_path / "results.csv"
+    with TableWriter(path, columns(["accelerator", "topology", "memory"])) as w:
+        i = 0
+        for m, mem in enumerate(MEMS):
+            for a, acc in enumerate(ACCS):
+                for t, topo in enumerate(TOPOS):
+                    row = {"point": i, "accelerator": acc, "topology": topo, "memory": mem, "status": "optimal"}
+                    if (acc, topo, mem) != ("sn30", "dgx2", "ddr"):
+                        row |= {"final_s": 1.0 + i, "utilization": 0.1 * (a + 1) + 0.01 * t + 0.5 * m,
+                                "system_cost": 100.0 - i, "system_power": 10.0 + i,
+                                "compute_ns": 1.0 + a, "memory_ns": 2.0, "network_ns": 1.0 + t}  # fmt: skip
+                    else:
+                        row["status"] = "infeasible"
+                    w.write(row)
+                    i += 1
+    return path
+
+
+def test_heatmap_panels_ticks_and_values(tmp_path):
+    header, rows = read_table(fake_table(tmp_path))
+    fig = plots.heatmap_figure(header, rows, "utilization")
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["memory=ddr", "memory=hbm"]
+    for m, ax in enumerate(panels):
+        assert [t.get_text() for t in ax.get_xticklabels()] == TOPOS
+        assert [t.get_text() for t in ax.get_yticklabels()] == ACCS
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("topology", "accelerator")
+        grid = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)
+        for a in range(2):
+            for t in range(3):
+                expected = 0.1 * (a + 1) + 0.01 * t + 0.5 * m
+                if (a, t, m) == (1, 2, 0):
+                    assert math.isnan(float(grid[a][t]))
+                else:
+                    assert float(grid[a][t]) == pytest.approx(expected)
+    texts = [t.get_text() for t in panels[0].texts]
+    assert "-" in texts and "0.21" in texts  # h100 x dgx1 x ddr = 0.1 + 0.01 + 0
+    assert "utilization" in fig.get_suptitle()
+
+
+def test_breakdown_bars_are_fractions(tmp_path):
+    header, rows = read_table(fake_table(tmp_path))
+    fig = plots.breakdown_figure(header, rows)
+    ax = fig.axes[0]
+    feasible = [r for r in rows if r["final_s"] is not None]
+    bars = ax.patches
+    assert len(bars) == 3 * len(feasible)
+    n = len(feasible)
+    for i, r in enumerate(feasible):
+        total = r["compute_ns"] + r["memory_ns"] + r["network_ns"]
+        heights = [bars[k * n + i].get_height() for k in range(3)]
+        assert heights == pytest.approx([r["compute_ns"] / total, r["memory_ns"] / total, r["network_ns"] / total])
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0] == "h100/torus2d/ddr" and "sn30/dgx2/ddr" not in labels
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute", "memory", "network"]
+
+
+def test_pareto_scatter_marks_the_front(tmp_path):
+    header, rows = read_table(fake_table(tmp_path))
+    fig = plots.pareto_figure(header, rows, ("throughput", "cost"))
+    ax = fig.axes[0]
+    points = ax.collections[0].get_offsets()
+    assert len(points) == 11
+    line = ax.get_lines()[0]
+    # cost falls as the point index rises and time grows: every feasible point is on the front
+    assert len(line.get_xdata()) == 11
+    assert sorted(line.get_xdata()) == pytest.approx(sorted(1.0 / r["final_s"] for r in rows if r["final_s"]))
+    assert ax.get_xlabel() == "throughput (batches/s)" and ax.get_ylabel() == "system cost ($)"
+    assert ax.get_title() == "11 of 11 points on the Pareto front"
+
+
+def test_heatmap_metric_must_be_numeric(tmp_path):
+    header, rows = read_table(fake_table(tmp_path))
+    with pytest.raises(SpecError, match="--metric must be a numeric column"):
+        plots.heatmap_figure(header, rows, "status")
+
+
+def test_cli_plot_writes_each_kind(tmp_path):
+    fake_table(tmp_path)
+    for kind in plots.KINDS:
+        r = CliRunner().invoke(app, ["plot", str(tmp_path), "--kind", kind])
+        assert r.exit_code == 0, r.output
+    assert {p.name for p in tmp_path.glob("*.png")} == {"heatmap_utilization.png", "breakdown.png", "pareto.png"}
+    r = CliRunner().invoke(app, ["plot", str(tmp_path), "--kind", "roofline"])
+    assert r.exit_code == 2 and "--kind must be one of" in r.output
+    assert set(METRICS) >= {"utilization"}
