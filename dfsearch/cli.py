@@ -380,7 +380,7 @@ def convert(
 )
 def generate(
     ctx: typer.Context,
-    kind: Annotated[str, typer.Argument(metavar="KIND", help="Generator: llm, llm-fwd, llm-decode, dlrm, hpl or fft.")],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="Generator: llm, llm-fwd, llm-decode, llm-serving, dlrm, hpl or fft.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the graph file (TOML).")],
 ) -> None:
     """Write the dataflow graph of a workload generator, e.g.

@@ -34,6 +34,7 @@ __all__ = [
     "ExecutionStyle",
     "Overlap",
     "WorkloadKind",
+    "ServingPhase",
     "Equations",
     "Status",
     "RunStatus",
@@ -269,6 +270,15 @@ class WorkloadKind(_Coded):
     DLRM = 2
     HPL = 3
     FFT = 4
+    LLM_SERVING = 5  #: LLM inference serving: one prefill or decode step (workloads/serving.py)
+
+
+class ServingPhase(_Coded):
+    """The step an ``llm_serving`` workload models (``workload.phase``): the prompt's
+    forward pass (time to first token) or one generated token (time per output token)."""
+
+    PREFILL = 0
+    DECODE = 1
 
 
 class Equations(_Coded):
@@ -298,6 +308,7 @@ class Status(_Coded):
     SHAPE = 5  #: network shape does not multiply to the chip count
     ORDER = 6  #: an edge goes from a later configuration to an earlier one
     CONFIG = 7  #: a configuration assignment breaks a rule (FWD/BWD, pinned, num_input)
+    LATENCY = 8  #: the step latency exceeds ``search.latency_bound_ms`` (never set by the evaluator)
 
     @property
     def message(self) -> str:
@@ -327,6 +338,16 @@ class ObjectiveKind(_Coded):
     ``dfsearch.search.objective``)."""
 
     TIME = 1  #: time per global batch (DFModel's final_s)
+    TTFT = 2  #: time to first token: the step latency of a prefill (``llm_serving``)
+    TPOT = 3  #: time per output token: the step latency of a decode step (``llm_serving``)
+    THROUGHPUT = 4  #: tokens per second of the system, maximised (``llm_serving``)
+
+    @property
+    def minimises_time(self) -> bool:
+        """Whether the objective is an increasing function of final_ns alone (the time per
+        batch, or a serving step's latency): then whatever never slows a mapping down (a
+        smaller micro-batch or serving batch) never makes it worse."""
+        return self is not ObjectiveKind.THROUGHPUT
 
 
 _RUN_STATUS_MESSAGES = {
@@ -348,4 +369,5 @@ _STATUS_MESSAGES = {
     Status.SHAPE: "network shape does not multiply to the number of chips",
     Status.ORDER: "an edge runs from a later configuration to an earlier one",
     Status.CONFIG: "configuration assignment breaks a rule (FWD/BWD split, pinned config, num_input)",
+    Status.LATENCY: "step latency exceeds search.latency_bound_ms",
 }

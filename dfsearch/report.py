@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dfsearch.codes import MemoryModel, RunStatus
+from dfsearch.codes import MemoryModel, RunStatus, ServingPhase
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
@@ -100,7 +100,7 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None) -> list[str]:
         )
     lines += [
         "",
-        f"time      {ev.final_s:.10g} s per global batch (final_s); "
+        f"time      {ev.final_s:.10g} s {_time_unit(ev)} (final_s); "
         f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p {format_seconds(ev.p2p_ns)}, "
         f"pipeline factor {ev.pipeline_factor:.6g}",
         f"util      {ev.utilization:.6%} of {ev.num_chip} x {_si(ev.peak_gflops * 1e9, 'FLOP/s')} "
@@ -110,7 +110,41 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None) -> list[str]:
         f"switches {ev.price.switch_cost:,.0f})",
         f"power     {ev.price.system_power:,.2f} W",
         *_memory_lines(spec, ev),
+        *_serving_lines(ev),
     ]
+    return lines
+
+
+def _time_unit(ev: Evaluation) -> str:
+    """What final_s measures: a global batch, or one serving step (TTFT / TPOT)."""
+    if ev.step is None:
+        return "per global batch"
+    if ev.step.phase is ServingPhase.PREFILL:
+        return "per prefill (TTFT)"
+    return "per decode step (TPOT)"
+
+
+def _serving_lines(ev: Evaluation) -> list[str]:
+    """TTFT or TPOT, tokens/s, end-to-end latency and KV bytes of an llm_serving step
+    (docs/model.md, "LLM serving"); nothing for other workloads."""
+    from dfsearch.workloads.serving import serving_metrics
+
+    m = serving_metrics(ev)
+    if m is None:
+        return []
+    name = m.latency_name.upper()
+    lines = [
+        f"serving   {m.phase.label}, batch {m.batch} per replica x {m.dp} replica(s): "
+        f"{name} {format_seconds(m.step_ns)} (final_s), stage {format_seconds(m.stage_ns)}",
+        f"          {m.tokens_per_s:,.6g} tokens/s ({m.tokens_per_s_replica:,.6g} per replica"
+        + (f", {m.pp} batches in flight" if m.pp > 1 else "") + ")",
+        f"          KV cache {_si(m.kv_bytes, 'B')} and weights {_si(m.weight_bytes, 'B')} per "
+        f"chip; bound per configuration: {', '.join(m.bounds)}",
+    ]
+    if m.e2e_ns is not None:
+        lines.append(f"          end-to-end {format_seconds(m.e2e_ns)} for "
+                     f"{ev.step.output_len if ev.step else 0} tokens (output_len x TPOT; "
+                     "the prefill is not included)")  # fmt: skip
     return lines
 
 
@@ -123,9 +157,13 @@ def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
         cap = mem.dram_bytes + mem.second_dram_bytes
         of = f" of {_si(cap, 'B')}" if cap > 0 else " (capacity unlimited)"
     head = f"memory    DRAM {_si(ev.dram_bytes, 'B')}{of} per chip at {ev.dram_bw_GBps:g} GB/s"
-    if ev.memory_model is not MemoryModel.TRAINING:
-        return [head + " (weights + live activations: DFModel's memory model)"]
     u = ev.dram_use
+    if ev.memory_model is not MemoryModel.TRAINING:
+        if ev.step is None:
+            return [head + " (weights + live activations: DFModel's memory model)"]
+        parts = [("weights", u.weights), ("KV cache", u.data),
+                 ("workspace", max(0.0, ev.dram_bytes - u.fixed))]  # fmt: skip
+        return [head, "          " + ", ".join(f"{name} {_si(v, 'B')}" for name, v in parts)]
     parts = [("weights", u.weights), ("grads", u.gradients), ("optimizer", u.optimizer),
              ("activations", u.activations), ("KV/extra", u.data),
              ("workspace", max(0.0, ev.dram_bytes - u.fixed))]  # fmt: skip

@@ -33,6 +33,7 @@ _CONSTRAINTS = {
     "shape": ("network sizes", "system.num_chip", "chips"),
     "config": ("configuration rules (FWD/BWD split, pinned configs, num_input)", "", ""),
     "order": ("configuration order of an edge", "", ""),
+    "latency": ("step latency (TTFT or TPOT)", "search.latency_bound_ms", "ns"),
 }
 
 
@@ -44,7 +45,7 @@ class Violation:
     kernels involved where the search knows them.
     """
 
-    constraint: str  #: "sram", "dram", "dram_fixed", "cores", "divisibility", "shape", "config", "order"
+    constraint: str  #: "sram", "dram", "dram_fixed", "cores", "divisibility", "shape", "config", "order", "latency"
     needed: float
     capacity: float
     unit: str
@@ -66,6 +67,7 @@ class Violation:
             "dram": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
             "dram_fixed": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
             "cores": float(spec.system.accelerator.cores),
+            "latency": spec.search.latency_bound_ms * 1e6,
         }.get(constraint, 0.0)
         unit = _CONSTRAINTS.get(constraint, ("", "", ""))[2]
         return Violation(constraint, capacity + excess, capacity, unit, shape, num_tile,
@@ -79,6 +81,9 @@ class Violation:
         if unit == "bytes":
             amount = (f"needs {format_bytes(self.needed)}, {field} holds "
                       f"{format_bytes(self.capacity)} ({format_bytes(self.excess)} too much)")  # fmt: skip
+        elif unit == "ns":
+            amount = (f"needs {self.needed / 1e6:.6g} ms, {field} is {self.capacity / 1e6:.6g} ms "
+                      f"({self.excess / 1e6:.6g} ms too slow)")  # fmt: skip
         elif unit == "cores":
             amount = f"needs {self.needed:.0f} cores, {field} is {self.capacity:.0f}"
         elif self.constraint == "divisibility":
@@ -248,4 +253,14 @@ def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
             for n, pl, ps in zip(names, ev.par_lane, ev.par_stage)
         },
         "weight_tiling": {n: t for n, t in zip(names, ev.weight_tiling) if t > 1},
+        **_serving_json(ev),
     }
+
+
+def _serving_json(ev: Evaluation) -> dict[str, Any]:
+    """``"serving"``: TTFT / TPOT, tokens/s, KV bytes of an llm_serving evaluation
+    (``workloads.serving.ServingMetrics``); nothing for other workloads."""
+    from dfsearch.workloads.serving import serving_metrics
+
+    m = serving_metrics(ev)
+    return {} if m is None else {"serving": m.to_json()}

@@ -32,6 +32,7 @@ from dfsearch.workloads import (  # re-exported: each kind's module defines its 
     FFTWorkload,
     HPLWorkload,
     LLMWorkload,
+    ServingWorkload,
     Workload,
 )
 
@@ -51,6 +52,7 @@ __all__ = [
     "DLRMWorkload",
     "HPLWorkload",
     "FFTWorkload",
+    "ServingWorkload",
     "Workload",
     "SearchSettings",
     "Spec",
@@ -184,12 +186,20 @@ class Memory:
 
 @dataclass(**_FROZEN)
 class NetworkDim:
-    """One network dimension. ``size = 0`` means the search chooses it (LLM only)."""
+    """One network dimension. ``size = 0`` means the search chooses it (LLM only).
+    ``link_latency_ns``: latency of one hop between neighbouring chips on this dimension
+    (None: ``accelerator.link_latency_ns``); read by the serving pipeline hop."""
 
     topology: Topology
     link_bw_GBps: float
     size: int = 0
     parallelism: Parallelism = Parallelism.NONE
+    link_latency_ns: float | None = None
+
+    def latency_ns(self, accelerator: Accelerator) -> float:
+        """This dimension's hop latency: its own, else the accelerator's."""
+        own = self.link_latency_ns
+        return accelerator.link_latency_ns if own is None else own
 
 
 @dataclass(**_FROZEN)
@@ -279,10 +289,12 @@ class SearchSettings:
     stop (0 = none); a result stopped by either is labelled so. ``strategy`` and
     ``assignment`` name registered search strategies (``dfsearch.search.strategies``): how
     the outer choices are explored and how one outer choice's configuration assignment is
-    solved ("auto" = the default composition)."""
+    solved ("auto" = the default composition). ``latency_bound_ms`` (0 = none): a serving
+    mapping whose step latency (TTFT or TPOT) exceeds it is infeasible."""
 
     seed: int = 0
     objective: ObjectiveKind = ObjectiveKind.TIME
+    latency_bound_ms: float = 0.0
     time_limit_s: float = 0.0
     max_evaluations: int = 20_000_000
     joint_sharding: bool = False

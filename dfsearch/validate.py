@@ -216,6 +216,7 @@ RANGES: dict[str, Range] = {
     "system.memory.second_dram_bytes": _BYTES,
     "system.network[].link_bw_GBps": _BW,
     "system.network[].size": Range(1, _P24, "chips"),
+    "system.network[].link_latency_ns": Range(0, 1e15, "ns"),
     # cost
     **{f"cost.{f}": _PRICE for f in _COST_FIELDS},
     # execution
@@ -231,6 +232,7 @@ RANGES: dict[str, Range] = {
     },
     # search
     "search.max_evaluations": Range(1, 2**62, "evaluations"),
+    "search.latency_bound_ms": Range(0, 1e12, "ms"),
     "training.grad_bytes": Range(0, 64, "bytes per parameter"),
     "training.optimizer_bytes": Range(0, 64, "bytes per parameter"),
 }
@@ -548,6 +550,10 @@ def validate_parts(
         s.ge("search.time_limit_s", search.time_limit_s)
         s.gt("search.max_evaluations", search.max_evaluations)
         s.within("search.max_evaluations", search.max_evaluations)
+        s.ge("search.latency_bound_ms", search.latency_bound_ms)
+        s.within("search.latency_bound_ms", search.latency_bound_ms)
+        if model is not None:
+            model.objective_issues(s, search, workload)
         issue = seed_issue("search.seed", search.seed)
         if issue is not None:
             s.issues.append(issue)
@@ -658,6 +664,9 @@ def _check_system(s: IssueSink, sy: System) -> None:
         s.ge(f"system.network[{i}].size", d.size)
         s.within(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
         s.within(f"system.network[{i}].size", d.size)
+        if d.link_latency_ns is not None:
+            s.ge(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
+            s.within(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
     topo = tuple(d.topology for d in sy.network)
     if not allowed_network(topo):
         s.add("system.network", _network_message(topo))

@@ -31,6 +31,7 @@ EXPECTED = {
     "llm_decode.toml",
     "llama3_8b_layer.toml",
     "moe_layer.toml",
+    "llama3_8b_decode_sn40l.toml",
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)

@@ -191,6 +191,8 @@ SMALL = {
     "llm-fwd": dict(hidden=64, num_head=4, head_dim=16, seq=32, word=2),
     "llm-decode": dict(hidden=64, num_head=4, head_dim=16, word=2, seq_window=31, tp=2,
                        mlp_dim=256),
+    "llm-serving": dict(hidden=64, num_head=4, head_dim=16, word=2, prompt_len=32, decode=1,
+                        output_len=8),
     "dlrm": dict(mlp_dim=32, bottom_num_mlp=3, top_num_mlp=2, pooled_row=2, row=100,
                  num_table=4, emb_dim=8, micro_batch_size=16, word=4),
     "hpl": dict(n=4096, b=512, word=8),
@@ -566,6 +568,8 @@ def test_registry_names_and_parameters():
                     "gated_ffn", "num_expert", "top_k"],
         "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
                        "num_kv_head", "gated_ffn"],
+        "llm-serving": ["hidden", "num_head", "head_dim", "word", "prompt_len", "decode",
+                        "output_len", "num_kv_head", "ffn_dim", "gated_ffn", "kv_word"],
         "dlrm": ["mlp_dim", "bottom_num_mlp", "top_num_mlp", "pooled_row", "row", "num_table",
                  "emb_dim", "micro_batch_size", "word"],
         "hpl": ["n", "b", "iteration", "word"],
@@ -585,8 +589,11 @@ def test_registry_names_and_parameters():
                     for p, d in (("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0))
                     if (g, p) != ("llm-decode", "ffn_dim")}  # llm-decode keeps its mlp_dim
     moe_optional = {(g, p, None) for g in ("llm", "llm-fwd") for p in ("num_expert", "top_k")}
+    serving_optional = {("llm-serving", p, d) for p, d in (
+        ("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0), ("output_len", 1),
+        ("kv_word", None))}  # fmt: skip
     assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
-                        | moe_optional)
+                        | moe_optional | serving_optional)
     with pytest.raises(TypeError):
         GENERATORS["x"] = GENERATORS["llm"]  # read-only
 

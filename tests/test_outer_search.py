@@ -231,8 +231,8 @@ class _TimePerTP(Objective):
     def value(self, ev):
         return ev.final_ns / ev.decision.shape[0]
 
-    def bound(self, shape, final_ns_bound):
-        return final_ns_bound / shape[0]
+    def bound(self, problem, final_ns_bound):
+        return final_ns_bound / problem.outer.shape[0]
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -42,6 +42,7 @@ from dfsearch.codes import (
     Parallelism,
     Phase,
     Recompute,
+    ServingPhase,
     Status,
     Topology,
 )
@@ -63,6 +64,7 @@ from dfsearch.spec import (
     LLMWorkload,
     Memory,
     NetworkDim,
+    ServingWorkload,
     Spec,
     System,
     Training,
@@ -639,6 +641,59 @@ def tight_sram_cases(draw) -> tuple[Spec, Decision]:
 cases = st.one_of(llm_cases(), llm_cases(), other_cases(), tight_sram_cases())
 
 
+@st.composite
+def serving_cases(draw) -> tuple[Spec, Decision]:
+    """LLM serving steps (docs/model.md, "LLM serving"): a random LLM case turned into an
+    inference graph (no backward kernels) of an ``llm_serving`` workload, or a small
+    ``llm-serving`` generator graph; random batch, phase, KV heads and words, per-dimension
+    link latencies."""
+    from dfsearch.kernels.generators import llm_serving
+
+    spec, decision = draw(llm_cases())
+    pp = max([s for s, d in zip(decision.shape, spec.system.network)
+              if d.parallelism is PP] + [1])  # fmt: skip
+    heads = draw(st.sampled_from([1, 2, 4]))
+    hd = draw(st.integers(1, 8))
+    wl = ServingWorkload(
+        phase=draw(st.sampled_from(list(ServingPhase))), hidden_dim=heads * hd, num_head=heads,
+        head_dim=hd, num_layer=max(draw(st.integers(1, 8)), pp, spec.workload.num_layer),
+        prompt_len=draw(st.integers(1, 64)), output_len=draw(st.integers(1, 64)),
+        num_kv_head=draw(st.sampled_from([None, 1, heads])),
+        kv_word_bytes=draw(st.sampled_from([None, 1, 2, 4])),
+    )  # fmt: skip
+    kernels = tuple(replace(k, phase=Phase.FWD) if k.phase is Phase.BWD else k
+                    for k in spec.graph.kernels)  # fmt: skip
+    graph = replace(spec.graph, kernels=kernels)
+    sharding = decision.sharding
+    generated = None
+    if draw(st.integers(0, 3)) == 0:  # the generator's layer
+        generated = llm_serving(hidden=wl.hidden_dim, num_head=heads, head_dim=hd,
+                            word=spec.execution.word_bytes, prompt_len=wl.prompt_len,
+                            decode=int(wl.phase), output_len=wl.output_len,
+                            num_kv_head=wl.num_kv_head, kv_word=wl.kv_word_bytes)  # fmt: skip
+    if generated is not None and all(_legal(k) for k in generated.kernels):
+        graph = generated
+        sharding = tuple(draw(st.sampled_from(_legal(k))) for k in graph.kernels)
+        ex = spec.execution
+        if ex.style is ExecutionStyle.KERNEL_BY_KERNEL or ex.num_config not in (0, AUTO):
+            spec = replace(spec, execution=replace(ex, num_config=AUTO,
+                                                   style=ExecutionStyle.DATAFLOW))  # fmt: skip
+        if ex.skip_inter_chip_optimization:
+            sharding = (Dim.NO,) * len(graph.kernels)
+    net = tuple(replace(d, link_latency_ns=draw(st.sampled_from([None, 0.0, 40.0])))
+                for d in spec.system.network)  # fmt: skip
+    spec = replace(spec, graph=graph, workload=wl, training=Training(),
+                   system=replace(spec.system, network=net))  # fmt: skip
+    config = decision.config
+    if len(config) != len(graph.kernels):
+        config = draw(configs(spec))
+    decision = replace(decision, sharding=sharding, config=config,
+                       micro_batch_size=draw(st.integers(1, 4)),
+                       par_lane=() if len(decision.par_lane) != len(config) else decision.par_lane,
+                       par_stage=() if len(decision.par_stage) != len(config) else decision.par_stage)  # fmt: skip
+    return _clear_of_v2_tiling_issues(spec, decision), decision
+
+
 # --------------------------------------------------------------------------- tests
 @settings(
     deadline=None,
@@ -666,6 +721,21 @@ def test_twin_matches_jitted_evaluator_textbook_quirks(case: tuple[Spec, Decisio
     if isinstance(spec.workload, DLRMWorkload):
         quirks = replace(quirks, dlrm_arp_bytes_as_ns=True)  # the twin does not model the variant
     compare(spec, decision, quirks)
+
+
+@settings(
+    deadline=None,
+    derandomize=True,
+    max_examples=200,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(serving_cases())
+def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decision]) -> None:
+    """The serving kind's batch scaling, per-chip reads, KV cache, hop and step latency,
+    written twice (workloads/serving.py and the twin) agree."""
+    spec, decision = case
+    assert validate_spec(spec) == [], validate_spec(spec)
+    compare(spec, decision)
 
 
 # --------------------------------------------------------------------------- hand-written cases

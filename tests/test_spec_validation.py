@@ -627,7 +627,7 @@ def test_generator_parameter_overrides_default() -> None:
     [
         ('generator = "llm"\nhiden = 64', ["graph: unknown key 'hiden'; did you mean 'hidden'?"]),
         ('generator = "lm"', [
-            "graph.generator must be one of 'llm', 'llm-fwd', 'llm-decode', 'dlrm', 'hpl', 'fft'. Got 'lm' instead."
+            "graph.generator must be one of 'llm', 'llm-fwd', 'llm-decode', 'llm-serving', 'dlrm', 'hpl', 'fft'. Got 'lm' instead."
         ]),
         ('generator = "hpl"', [
             "graph.generator must be one of 'llm', 'llm-fwd', 'llm-decode' for workload.kind = 'llm'. Got 'hpl' instead."

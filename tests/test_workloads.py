@@ -261,6 +261,7 @@ def test_a_new_kind_brings_its_own_rules(toy_registry):
 
 def test_an_unregistered_kind_is_not_a_word():
     """The TOML words are the registered kinds' labels: without the toy, 'toy' is refused."""
-    words = "workload.kind must be one of 'llm', 'dlrm', 'hpl', 'fft'. Got 'toy' instead."
+    words = ("workload.kind must be one of 'llm', 'dlrm', 'hpl', 'fft', 'llm_serving'. "
+             "Got 'toy' instead.")
     with pytest.raises(SpecError, match=re.escape(words)):
         _toy()

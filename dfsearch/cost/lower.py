@@ -30,6 +30,7 @@ from dfsearch.placement import Placement
 from dfsearch.spec import AUTO, Spec
 from dfsearch.validate import MAX_KERNEL_WORK
 from dfsearch.workloads import Batch, Lowering, NetworkTerms, WorkloadModel, model_of
+from dfsearch.workloads.base import ServingStep
 
 __all__ = [
     "Outer",
@@ -82,6 +83,7 @@ class Problem:
     layers_per_stage: int
     pipeline_factor: float
     dram: DramUse = DramUse()  #: the fixed DRAM bytes per chip by purpose
+    step: ServingStep | None = None  #: the serving step (``llm_serving``), else None
 
     @property
     def num_config(self) -> int:
@@ -160,7 +162,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         raise ValueError("outer choices do not match the spec")
     model = model_of(spec.workload)
     ctx = _context(spec, outer, quirks, model)
-    pf, batch_mult = _pipeline(ctx.batch, quirks)
+    pf, batch_mult = model.pipeline(ctx)
     kcols, weight_total = _kernel_columns(ctx)
     e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
     net = model.network(ctx)
@@ -178,7 +180,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     pins = [k.config if (k.config >= 0 and not constants.fixed_config) else -1 for k in kernels]
     return Problem(
         kernels=KernelTable(
-            **kcols, memory_bytes=_f([k.memory_bytes for k in kernels]),
+            **kcols, memory_bytes=_f(model.memory_bytes(ctx)),
             net_tile_ns=_f(k_net_t), net_once_ns=_f(k_net_1), channel_ns=k_chan,
             all_reduce=_i(k_ar), phase=_i([int(k.phase) for k in kernels]), pin=_i(pins),
             num_input=_i([k.num_input for k in kernels]),
@@ -197,6 +199,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
         tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
         layers_per_stage=b.layers_per_stage, pipeline_factor=pf, dram=dram,
+        step=model.step(ctx),
     )  # fmt: skip
 
 
@@ -210,7 +213,8 @@ def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> 
     else:
         sharding = tuple(Dim.NO for _ in kernels)
     dims = tuple(
-        model.shard_dims(spec, k, sharding[i], grp.tp, t, outer.shape)
+        model.shard_dims(spec, model.lowered_kernel(spec, k, outer), sharding[i], grp.tp, t,
+                         outer.shape)  # fmt: skip
         for i, k in enumerate(kernels)
     )
     return Lowering(

@@ -21,6 +21,7 @@ from dfsearch.cost.training import DramUse, memory_model
 from dfsearch.decision import Decision
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
+from dfsearch.workloads.base import ServingStep
 
 __all__ = ["ConfigTimes", "Evaluation", "Evaluator", "Outputs", "evaluate", "outer_status"]
 
@@ -74,6 +75,7 @@ class Evaluation:
     #: DRAM per chip by purpose (the working set is ``dram_bytes - dram_use.fixed``)
     dram_use: DramUse = DramUse()
     memory_model: MemoryModel = MemoryModel.DFMODEL  #: what ``dram_bytes`` counts
+    step: ServingStep | None = None  #: the serving step (``llm_serving``), else None
 
     @property
     def feasible(self) -> bool:
@@ -242,4 +244,5 @@ def evaluate_problem(
         shard_dims=tuple(zip(problem.shard_m, problem.shard_k, problem.shard_n)),
         dram_use=problem.dram,
         memory_model=memory_model(spec),
+        step=problem.step,
     )

@@ -36,6 +36,7 @@ from dfsearch.codes import (
     Parallelism,
     Phase,
     Recompute,
+    ServingPhase,
     Status,
     Topology,
     WorkloadKind,
@@ -349,6 +350,7 @@ class _Case:
     dlrm: bool
     hpl: bool
     fft: bool
+    serving: bool  #: llm_serving: one step of a batch of mbs sequences (docs/model.md)
     v2: bool
     word: int
     tp: int
@@ -357,8 +359,8 @@ class _Case:
     tp_dim: int  #: network dimension of TP, -1 when none
     pp_dim: int
     dp_dim: int
-    gb: int  #: global batch size (1 for HPL and FFT)
-    mbs: int  #: micro-batch size (1 unless LLM)
+    gb: int  #: global batch size (1 for HPL and FFT; serving: batch x DP)
+    mbs: int  #: micro-batch size (1 unless LLM; serving: the batch B)
     layers: int
     training: bool  #: some kernel runs backward
 
@@ -439,7 +441,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
             compute, max_cycles = _cycle_compute(case, conf, shards)
     except _Infeasible as fail:
         return _fail(fail.status, fail.violation, **extra)
-    memory = _memory(case, conf, b, dram_bw)
+    memory = _memory(case, conf, b, dram_bw, shards)
     network = _network(case, conf, shards, extra["num_micro_batch"])
     return _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, max_cycles)
 
@@ -453,13 +455,14 @@ def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
     shape = tuple(decision.shape)
     kind = wl.kind
     llm = kind is WorkloadKind.LLM
+    serving = kind is WorkloadKind.LLM_SERVING
     dlrm = kind is WorkloadKind.DLRM
     if dlrm and not quirks.dlrm_arp_bytes_as_ns:
         raise NotImplementedError("DLRM with dlrm_arp_bytes_as_ns off is not modelled by the twin")
     chips = system.num_chip // spec.num_copy
     tp = pp = dp = 1
     tp_dim = pp_dim = dp_dim = -1
-    if llm:
+    if llm or serving:
         for i, d in enumerate(system.network):
             if d.parallelism is Parallelism.TP:
                 tp, tp_dim = shape[i], i
@@ -469,7 +472,9 @@ def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
                 dp, dp_dim = shape[i], i
     if dlrm:
         dp = chips
-    if llm:
+    if serving:
+        gb, mbs, layers = decision.micro_batch_size * dp, decision.micro_batch_size, wl.num_layer
+    elif llm:
         gb, mbs, layers = wl.global_batch_size, decision.micro_batch_size, wl.num_layer
     elif dlrm:
         gb, mbs, layers = wl.global_batch_size, 1, 1
@@ -477,7 +482,7 @@ def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
         gb, mbs, layers = 1, 1, 1
     return _Case(
         spec, decision, quirks, GraphStructure.of(graph), shape, chips, llm, dlrm,
-        kind is WorkloadKind.HPL, kind is WorkloadKind.FFT, ex.equations is Equations.V2,
+        kind is WorkloadKind.HPL, kind is WorkloadKind.FFT, serving, ex.equations is Equations.V2,
         ex.word_bytes, tp, pp, dp, tp_dim, pp_dim, dp_dim, gb, mbs, layers,
         any(k.phase is Phase.BWD for k in graph.kernels),
     )  # fmt: skip
@@ -506,6 +511,9 @@ def _pipeline(case: _Case) -> dict:
     spec, pp, dp = case.spec, case.pp, case.dp
     nmb = case.gb // (case.mbs * dp)
     lps = _ceil_div(case.layers, pp)
+    if case.serving:  # one step, no bubble: p2p = (PP - 1) hops
+        return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
+                    pipeline_factor=1.0, p2p_ns=(pp - 1) * _serving_hop(case))  # fmt: skip
     if case.quirks.bubble_over_layers_per_stage:
         ccc = lps - 1 if lps >= 2 else 1
         pipeline_factor = 1 + (pp - 1) / (nmb * ccc)
@@ -582,7 +590,7 @@ def _matrices(case: _Case, cfg: list[int], nconf: int) -> _Configs:
     ]
     weights = [k for k in K if kernels[k].kind is KernelKind.GEMM_WEIGHT]  # w -> kernel index
     F = [[1 if cfg[k] == c else 0 for c in C] for k in weights]
-    T = case.decision.num_tile if case.llm else 1
+    T = case.decision.num_tile if (case.llm or case.serving) else 1
     tiles = []
     for c in C:
         if case.v2 and any(A[k][c] and kernels[k].num_input > 0 for k in K):
@@ -597,7 +605,8 @@ def _shard_dims(case: _Case) -> _Shards:
     over every chip, the others divided by TP along their sharded dimension and (LLM) by T
     along their tiled one; OUTER counts as M."""
     kernels, shape = case.spec.graph.kernels, case.shape
-    if case.llm and not case.spec.execution.skip_inter_chip_optimization:
+    sharded = case.llm or case.serving
+    if sharded and not case.spec.execution.skip_inter_chip_optimization:
         sharding = [Dim(s) for s in case.decision.sharding]
     else:
         sharding = [Dim.NO] * len(kernels)
@@ -613,10 +622,14 @@ def _shard_dims(case: _Case) -> _Shards:
     def group(d: Dim) -> Dim:
         return Dim.M if d is Dim.OUTER else d
 
-    T = case.decision.num_tile if case.llm else 1
+    T = case.decision.num_tile if sharded else 1
     sM, sK, sN = [], [], []
     for k, kern in enumerate(kernels):
         rows, kk, nn = kern.rows, (kern.k if kern.kind.has_k else 1), kern.n
+        if case.serving and kern.kind is KernelKind.GEMM_WEIGHT:
+            nn *= case.mbs  # the batch's tokens share one read of the weights
+        elif case.serving:
+            rows *= case.mbs  # every other kernel runs once per sequence
         if case.hpl:
             dims = [_ceil_div(rows, hpl_x), _ceil_div(kk, hpl_y), nn]
         elif case.fft:
@@ -625,7 +638,7 @@ def _shard_dims(case: _Case) -> _Shards:
             shard_dim = group(sharding[k])
             if _seq_parallel(case) and shard_dim is Dim.NO and not kern.kind.has_k:
                 shard_dim = Dim.N  # sequence parallelism: split along the sequence
-            tile_dim = group(kern.tiling) if case.llm else Dim.NO
+            tile_dim = group(kern.tiling) if sharded else Dim.NO
             dims = []
             for d, size in ((Dim.M, rows), (Dim.K, kk), (Dim.N, nn)):
                 div = (case.tp if shard_dim is d else 1) * (T if tile_dim is d else 1)
@@ -664,7 +677,7 @@ def _sram(
     the capacity with something divisible left; then each lone weight kernel takes the
     smallest factor that fits (``_tiling_factor``), and the tiled sums are checked again."""
     C = range(conf.n)
-    sram_checked = case.llm or (case.dlrm and not case.v2)
+    sram_checked = case.llm or case.serving or (case.dlrm and not case.v2)
     cap = case.spec.system.accelerator.sram_bytes
     sram_unlimited = case.v2 and cap == 0
     contrib, lone = _sram_contributions(case, conf, b, weight_sram)
@@ -763,7 +776,10 @@ def _dram(
     wl, word, chips = spec.workload, case.word, case.chips
     alive = [conf.tiles[c] * sum(b[e] * conf.E[e][c] for e in Es) for c in range(conf.n)]
     dram_extra = sum(kern.dram_extra_bytes for kern in kernels)  # every equation set
-    if case.llm or case.dlrm:
+    if case.serving:  # the stage's weights and KV cache, one layer's live activations
+        total = lps * sum(weight_full) + lps * dram_extra + max(alive)
+        total += _serving_kv_bytes(case, lps)
+    elif case.llm or case.dlrm:
         total = lps * sum(weight_full[i] * conf.F[i][c] for i in range(len(conf.weights))
                           for c in range(conf.n))  # fmt: skip
         total += case.mbs * max(alive)
@@ -937,18 +953,68 @@ def _kernel_cycles(case: _Case, sh: _Shards, k: int, pl: int, ps: int) -> int:
 
 
 # --------------------------------------------------------------------------- memory, II
-def _memory(case: _Case, conf: _Configs, b: list[float], dram_bw: float) -> list[float]:
+def _memory(
+    case: _Case, conf: _Configs, b: list[float], dram_bw: float, sh: _Shards
+) -> list[float]:
     """Memory ns per configuration: T_c x its spilled buffer bytes plus its kernels'
-    memory_size bytes, over the DRAM bandwidth."""
+    memory_size bytes (serving: what each kernel reads per chip), over the DRAM bandwidth."""
     kernels, Es = case.spec.graph.kernels, range(len(case.gs.src))
+    if case.serving:
+        read = [_serving_read(case, sh, k) for k in range(len(kernels))]
+    else:
+        read = [kern.memory_bytes for kern in kernels]
     return [
         (
             conf.tiles[c] * sum(b[e] * conf.D[e][c] for e in Es)
-            + sum(kernels[k].memory_bytes * conf.A[k][c] for k in range(len(kernels)))
+            + sum(read[k] * conf.A[k][c] for k in range(len(kernels)))
         )
         / dram_bw
         for c in range(conf.n)
     ]
+
+
+# --------------------------------------------------------------------------- LLM serving
+def _serving_read(case: _Case, sh: _Shards, k: int) -> float:
+    """Bytes kernel k reads from DRAM per step and chip (docs/model.md, "LLM serving"): a
+    weight GEMM the part of its weight its shard holds (sM x sK of M x K); any other kernel
+    its memory_size for every sequence, the share ceil(S / TP) / S of the dimension it is
+    split on (S for the batch: outer x B heads and sequences, or M, K, N)."""
+    kern = case.spec.graph.kernels[k]
+    if kern.memory_bytes == 0:
+        return 0.0
+    if kern.kind is KernelKind.GEMM_WEIGHT:
+        return kern.memory_bytes * sh.sM[k] * sh.sK[k] / (kern.outer * kern.m * kern.k)
+    d = sh.sharding[k]
+    sizes = {Dim.OUTER: kern.outer * case.mbs, Dim.M: kern.m, Dim.K: kern.k, Dim.N: kern.n}
+    share = 1.0
+    if d in sizes and case.tp > 1:
+        share = _ceil_div(sizes[d], case.tp) / sizes[d]
+    return kern.memory_bytes * case.mbs * share
+
+
+def _serving_kv_bytes(case: _Case, lps: int) -> float:
+    """KV cache per chip: K and V of the full context (prompt + output) for the g x B
+    (head, sequence) pairs split over TP, kv_word bytes each, for the stage's layers."""
+    wl = case.spec.workload
+    g = wl.num_kv_head if wl.num_kv_head else wl.num_head
+    kv_word = wl.kv_word_bytes if wl.kv_word_bytes else case.word
+    pairs = _ceil_div(g * case.mbs, case.tp)
+    return 2 * pairs * wl.head_dim * (wl.prompt_len + wl.output_len) * kv_word * lps
+
+
+def _serving_hop(case: _Case) -> float:
+    """One hop between pipeline stages: B x (prompt_len or 1) x hidden x word / TP bytes
+    over one PP link, plus that dimension's link latency (else the accelerator's)."""
+    if case.pp_dim < 0:
+        return 0.0
+    spec = case.spec
+    wl, dim = spec.workload, spec.system.network[case.pp_dim]
+    tokens = wl.prompt_len if wl.phase is ServingPhase.PREFILL else 1
+    size = case.mbs * tokens * wl.hidden_dim * case.word / case.tp
+    latency = dim.link_latency_ns
+    if latency is None:
+        latency = spec.system.accelerator.link_latency_ns
+    return size / dim.link_bw_GBps + latency
 
 
 def _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, max_cycles):
@@ -963,7 +1029,9 @@ def _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, m
             v = v * max([1] + [kernels[k].num_input for k in range(len(kernels)) if conf.A[k][c]])
         ii.append(v)
     all_ii = sum(ii)
-    if case.llm or case.dlrm:
+    if case.serving:
+        batch_mult = float(case.layers)  # final_ns = the step latency
+    elif case.llm or case.dlrm:
         batch_mult = extra["pipeline_factor"] * extra["layers_per_stage"] * case.gb / case.dp
     else:
         batch_mult = 1.0
@@ -992,7 +1060,7 @@ def _result(case, conf, extra, compute, memory, network, sram, total, dram_bw, m
 def _network(case: _Case, conf: _Configs, sh: _Shards, nmb: int) -> list[float]:
     """Network ns per configuration, by workload: LLM collectives, DLRM / FFT all-to-alls
     over the bisection, HPL's broadcast and point-to-point."""
-    if case.llm:
+    if case.llm or case.serving:
         return _llm_network(case, conf, sh, nmb)
     if case.dlrm or case.fft:
         return _all_to_all_network(case, conf, sh, nmb)

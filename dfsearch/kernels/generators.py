@@ -45,6 +45,8 @@ __all__ = [
     "llm_fwdbwd",
     "llm_fwd",
     "llm_decode",
+    "llm_serving",
+    "serving_context",
     "dlrm",
     "hpl",
     "fft",
@@ -133,7 +135,7 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 
 # --------------------------------------------------------------------------- validation
 #: Parameters that are 0/1 switches rather than sizes.
-_FLAGS = frozenset({"gated_ffn"})
+_FLAGS = frozenset({"gated_ffn", "decode"})
 
 
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
@@ -244,7 +246,7 @@ def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]
     if issues:
         return issues
     v = values
-    if name in ("llm", "llm-fwd", "llm-decode"):
+    if name in ("llm", "llm-fwd", "llm-decode", "llm-serving"):
         issues += _issues_heads(v["hidden"], v["num_head"], v["head_dim"], path)
         issues += _issues_kv_heads(v["num_head"], v.get("num_kv_head"), path)  # type: ignore[arg-type]
         issues += _issues_moe(v.get("num_expert"), v.get("top_k"), path)  # type: ignore[arg-type]
@@ -898,6 +900,98 @@ def llm_decode(*, hidden: int, num_head: int, head_dim: int, word: int, seq_wind
         kernels, _decode_edges(x.gated), frozenset(_DECODE_KV_EDGES)))
 
 
+
+def serving_context(prompt_len: int, output_len: int) -> int:
+    """L: the context a decode step attends over, averaged over the generation.
+
+    Step i (0-based) of ``output_len`` attends over prompt_len + i + 1 tokens; the KV bytes a
+    step reads are linear in its context, so the mean step time is the time of a step at the
+    mean context, rounded up here to prompt_len + ceil(output_len / 2).
+
+    >>> serving_context(4096, 1), serving_context(4096, 128), serving_context(10, 3)
+    (4097, 4160, 12)
+    """
+    return prompt_len + -(-output_len // 2)
+
+
+def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_len: int,
+                decode: int, output_len: int = 1, num_kv_head: int | None = None,
+                ffn_dim: int | None = None, gated_ffn: int = 0,
+                kv_word: int | None = None) -> Graph:
+    """One transformer layer of an LLM serving step for ONE sequence (docs/model.md,
+    "LLM serving"); the batch and the tensor parallelism are applied at lowering, never here.
+
+    ``decode = 0`` (prefill): the forward layer of :func:`llm_fwd` over ``prompt_len`` tokens
+    (18 kernels, 19 gated). ``decode = 1``: the decode rows of :func:`llm_decode` for one new
+    token attending over L = :func:`serving_context` tokens (20 kernels, 21 gated; the
+    KV-cache edges are ``zero_out``). Every weight GEMM carries ``memory_bytes`` = its full
+    weight bytes (weights are read from DRAM at every step); in decode, K_cache and V_cache
+    carry the KV bytes one step reads, L x g x head_dim x ``kv_word`` each.
+
+    Parameters
+    ----------
+    hidden, num_head, head_dim, num_kv_head, ffn_dim, gated_ffn : int
+        As :func:`llm_fwdbwd` (ffn_dim defaults to 4 x hidden).
+    word : int
+        Bytes per element of weights and activations.
+    prompt_len : int
+        Tokens of the prompt.
+    decode : int
+        0: the prefill of the prompt; 1: one decode step.
+    output_len : int, default 1
+        Tokens generated (decode: sets the mean context L).
+    kv_word : int, optional
+        Bytes per element of the KV cache (default ``word``).
+
+    Returns
+    -------
+    Graph
+
+    Raises
+    ------
+    SpecError
+        As :func:`llm_fwdbwd`.
+
+    >>> g = llm_serving(hidden=4096, num_head=32, head_dim=128, word=2, prompt_len=4096,
+    ...                 decode=1, output_len=128, num_kv_head=8, ffn_dim=14336, gated_ffn=1)
+    >>> len(g.kernels), g.kernels[5].name, g.kernels[5].memory_bytes == 4160 * 8 * 128 * 2
+    (21, 'K_cache', True)
+    """
+    params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, word=word,
+                  prompt_len=prompt_len, decode=decode, output_len=output_len,
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn, kv_word=kv_word)
+    x = _layer("llm-serving", params, 1 if decode else prompt_len)
+    if not decode:
+        rows = _llm_fwd_rows(x)
+        edges, zero = _llm_fwd_edges(x.gated), frozenset()
+    else:
+        ctx = serving_context(prompt_len, output_len)
+        rows = _kv_word_rows(_decode_rows(x, ctx), x.g * x.d * ctx * (kv_word or word))
+        edges, zero = _decode_edges(x.gated), frozenset(_DECODE_KV_EDGES)
+    memory = {name: float(second or 0.0) for name, _, kind, _, _, second, _ in rows
+              if kind is _GW}  # fmt: skip
+    if decode:
+        kv = x.g * x.d * serving_context(prompt_len, output_len) * (kv_word or word)
+        memory |= {"K_cache": float(kv), "V_cache": float(kv)}
+    kernels = tuple(_row_kernels(rows, _F, 1, Dim.N, memory))
+    return Graph(kernels=kernels, connections=_connect_names(kernels, edges, zero))
+
+
+def _kv_word_rows(rows: list[_Row], kv_bytes: int) -> list[_Row]:
+    """Decode rows whose KV-cache tensors (K_cache / V_cache outputs, the attention GEMMs'
+    cache operands) hold ``kv_bytes`` (L x g x head_dim x kv_word)."""
+    out = []
+    for name, ctype, kind, dims, in1, second, outb in rows:
+        if name in ("K_cache", "V_cache"):
+            outb = kv_bytes
+        elif name == "MHA_GEMM_1":
+            second = kv_bytes
+        elif name == "MHA_GEMM_2":
+            in1 = kv_bytes
+        out.append((name, ctype, kind, dims, in1, second, outb))
+    return out
+
+
 # --------------------------------------------------------------------------- DLRM, HPL, FFT
 def dlrm(*, mlp_dim: int, bottom_num_mlp: int, top_num_mlp: int, pooled_row: int, row: int,
          num_table: int, emb_dim: int, micro_batch_size: int, word: int) -> Graph:
@@ -1114,6 +1208,19 @@ GENERATORS: Mapping[str, Generator] = MappingProxyType({
         _p("mlp_dim", "FFN inner width"),
         _KV_HEADS, _GATED,
     ), "one transformer layer decoding one token (20 kernels; 21 gated)"),
+    "llm-serving": Generator("llm-serving", llm_serving, (
+        *_HEADS, _WORD,
+        _p("prompt_len", "tokens of the prompt"),
+        _p("decode", "0: the prefill of the prompt; 1: one decode step"),
+        _p("output_len", "tokens generated (decode: the mean context is prompt_len + "
+                         "ceil(output_len / 2))", 1, required=False),
+        _KV_HEADS,
+        _p("ffn_dim", "FFN inner width f; if not given: 4 * hidden", None, required=False),
+        _GATED,
+        _p("kv_word", "bytes per element of the KV cache; if not given: word", None,
+           required=False),
+    ), "one transformer layer of an LLM serving step for one sequence, weights and KV "
+       "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated)"),
     "dlrm": Generator("dlrm", dlrm, (
         _p("mlp_dim", "width of every MLP layer"),
         _p("bottom_num_mlp", "bottom MLP layers (the last one does the embedding exchange)"),

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dfsearch.codes import Dim, ExecutionStyle, ObjectiveKind, RunStatus, Status
+from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status
 from dfsearch.cost.layout import Control, no_control
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
@@ -51,7 +51,7 @@ from dfsearch.kernels.graph import sharding_choices
 from dfsearch.placement import Placement
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search.objective import Objective, objective_for
+from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
 from dfsearch.spec import Spec
@@ -189,7 +189,7 @@ def search(
     control = no_control()
     if limit:
         control[Control.DEADLINE] = t0 + limit
-    st = SearchState(spec, seed, budget, control, objective_for(spec.search.objective), assignment)
+    st = SearchState(spec, seed, budget, control, objective_of(spec), assignment)
     method = outer.name
     total = 0
     with _ctrl_c_sets_flag(control):
@@ -287,8 +287,13 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
         sharding = _sharding(spec, shape, t, st.sharding_cache, pl)
         outer = Outer(shape, sharding, mbs, t, c_any, pl)
         status, viol = outer_status(spec, outer)
-        lb = outer_mod.lower_bound_ns(lower(spec, outer)) if status is Status.OK else math.inf
-        bound = st.objective.bound(shape, lb)
+        bound = math.inf
+        if status is Status.OK:
+            problem = lower(spec, outer)
+            lb = outer_mod.lower_bound_ns(problem)
+            bound = st.objective.bound(problem, lb)
+            if st.objective.latency_excess_ns(lb) > 0:  # no mapping meets the latency bound
+                status, viol = Status.LATENCY, st.objective.latency_excess_ns(lb)
         out.append(Pair(shape, t, sharding, bound, status, viol, mbs, pl))
     return out
 
@@ -323,10 +328,10 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
         ii = min(a.value_ns, a.bound_ns)
         final = outer_mod.final_from_ii(problem, ii) if a.config else math.inf
         key = (p.shape, p.num_tile, mbs, p.placement, c, _dominance_step(spec, problem))
-        st.exact_values[key] = st.objective.bound(p.shape, final)
+        st.exact_values[key] = st.objective.bound(problem, final)
     else:
         final = outer_mod.final_from_ii(problem, a.bound_ns)
-        st.open_bound = min(st.open_bound, max(p.bound, st.objective.bound(p.shape, final)))
+        st.open_bound = min(st.open_bound, max(p.bound, st.objective.bound(problem, final)))
     if a.config is None:
         return math.inf
     st.methods.add(a.method)
@@ -337,6 +342,10 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     ev = evaluate_problem(spec, problem, decision)
     st.evaluations += 1
     st.offer(ev)
+    excess = st.objective.latency_excess_ns(ev.final_ns) if ev.feasible else 0.0
+    if excess > 0:  # feasible, but slower than search.latency_bound_ms
+        st.note_violation(Violation.of(spec, Status.LATENCY.label, excess, p.shape, p.num_tile, c),
+                          p.placement)  # fmt: skip
     return st.objective.value(ev) if ev.feasible else math.inf
 
 
@@ -363,7 +372,7 @@ def _joint_sharding(st: SearchState) -> None:
                 c = effective_num_config(spec, len(current.configs))
                 problem = lower(spec, Outer(d.shape, p.sharding, d.micro_batch_size, d.num_tile,
                                             c, d.placement))  # fmt: skip
-                bound = st.objective.bound(d.shape, outer_mod.lower_bound_ns(problem))
+                bound = st.objective.bound(problem, outer_mod.lower_bound_ns(problem))
                 if bound >= st.objective.value(current):
                     continue
                 before = st.best
@@ -426,8 +435,9 @@ def _not_proven_infeasible(st: SearchState, method: str) -> str:
 
 
 def _bound_s(st: SearchState, best: Evaluation | None, bound: float) -> float | None:
-    """The lower bound as a time per batch in s, when the objective is that time."""
-    if best is None or not bound > 0 or st.objective.kind is not ObjectiveKind.TIME:
+    """The lower bound as a time in s (per batch; a serving step's latency), when the
+    objective is that time."""
+    if best is None or not bound > 0 or not st.objective.kind.minimises_time:
         return None
     return bound / 1e9
 

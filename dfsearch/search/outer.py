@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-from dfsearch.codes import ObjectiveKind
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.network import groups, placement_key
 from dfsearch.cost.overlap import combine_overlap
@@ -148,13 +147,14 @@ def micro_batch_sizes(
     Only the smallest is kept when it dominates the others: the workload says it is never
     slower nor less feasible with everything else fixed
     (``WorkloadModel.smallest_micro_batch_wins``; docs/model.md, "Micro-batch size") and the
-    objective is the time per batch, which is all it compares.
+    objective is a time (per batch, or a serving step's latency: ``minimises_time``), which is
+    all it compares; not for the serving throughput, which a larger batch may raise.
     """
     model = model_of(spec.workload)
     sizes = model.micro_batch_sizes(spec, groups(spec.system, shape, placement).dp)
     if (
         len(sizes) > 1
-        and spec.search.objective is ObjectiveKind.TIME
+        and spec.search.objective.minimises_time
         and model.smallest_micro_batch_wins(spec)
     ):
         return sizes[:1]

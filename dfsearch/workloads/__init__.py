@@ -10,7 +10,7 @@ oracle) keeps its own branches on purpose.
 >>> WORKLOADS[WorkloadKind.HPL].describe(HPLWorkload(n=1024, b=64))
 'n 1024, block 64, 1 copies'
 >>> [m.kind.label for m in WORKLOADS.values()]
-['llm', 'dlrm', 'hpl', 'fft']
+['llm', 'dlrm', 'hpl', 'fft', 'llm_serving']
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dfsearch.workloads.dlrm import DLRM, DLRMWorkload
 from dfsearch.workloads.fft import FFT, FFTWorkload
 from dfsearch.workloads.hpl import HPL, HPLWorkload
 from dfsearch.workloads.llm import LLM, LLMWorkload
+from dfsearch.workloads.serving import Serving, ServingWorkload
 
 __all__ = [
     "WORKLOADS",
@@ -39,6 +40,7 @@ __all__ = [
     "DLRMWorkload",
     "HPLWorkload",
     "FFTWorkload",
+    "ServingWorkload",
 ]
 
 #: workload kind -> its rules; the one table to extend when a kind is added (with its
@@ -48,10 +50,11 @@ WORKLOADS: Mapping[WorkloadKind, WorkloadModel] = MappingProxyType({
     WorkloadKind.DLRM: DLRM(),
     WorkloadKind.HPL: HPL(),
     WorkloadKind.FFT: FFT(),
+    WorkloadKind.LLM_SERVING: Serving(),
 })
 
 #: the ``[workload]`` table of a spec: one dataclass per registered kind
-Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload
+Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload | ServingWorkload
 
 
 def model_of(workload: Any) -> WorkloadModel:

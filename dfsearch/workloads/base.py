@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dfsearch.codes import Dim, Status, WorkloadKind
+from dfsearch.codes import Dim, ObjectiveKind, ServingPhase, Status, WorkloadKind
 from dfsearch.cost.training import DramUse
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dfsearch.cost.quirks import Quirks
     from dfsearch.kernels.graph import GraphStructure
     from dfsearch.placement import Placement
-    from dfsearch.spec import Execution, Kernel, Spec, System
+    from dfsearch.spec import Execution, Kernel, SearchSettings, Spec, System
     from dfsearch.validate import IssueSink
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "SINGLE_RUN",
     "Lowering",
     "NetworkTerms",
+    "ServingStep",
     "FieldRange",
     "tiled_shard_dims",
     "all_to_all_channels",
@@ -127,6 +128,42 @@ class NetworkTerms:
     edge_all_reduce: list[int] | None = None
     ar_latency_ns: float = 0.0
     p2p_ns: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServingStep:
+    """What a serving step is made of beyond final_ns (``WorkloadModel.step``; docs/model.md,
+    "LLM serving"): B sequences per replica, each processing ``tokens`` tokens (prompt_len
+    in a prefill, 1 in a decode step), DP replicas, PP stages of ``layers_per_stage`` of
+    ``layers`` layers, one pipeline hop of ``hop_ns`` (0 when PP = 1), the tokens generated
+    and the KV cache per chip (bytes)."""
+
+    phase: ServingPhase
+    batch: int
+    tokens: int
+    dp: int
+    pp: int
+    layers: int
+    layers_per_stage: int
+    hop_ns: float
+    output_len: int
+    kv_bytes: float
+
+    def stage_ns(self, all_config_ii_ns: float) -> float:
+        """Time of one pipeline stage per step: layers per stage x sum of IIs, plus the hop
+        to the next stage when PP > 1."""
+        return self.layers_per_stage * all_config_ii_ns + (self.hop_ns if self.pp > 1 else 0.0)
+
+    def stage_from_final(self, final_ns: float) -> float:
+        """``stage_ns`` from the step latency final_ns = layers x sum of IIs + (PP - 1) x hop
+        (increasing in final_ns)."""
+        ii = (final_ns - (self.pp - 1) * self.hop_ns) / self.layers
+        return self.stage_ns(ii)
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens the system processes per stage time: B x tokens x DP."""
+        return self.batch * self.tokens * self.dp
 
 
 # --------------------------------------------------------------------------- shared rules
@@ -256,11 +293,32 @@ class WorkloadModel(ABC):
         """Global batch, micro-batch, DP, PP and layers for these outer choices."""
         return SINGLE_RUN
 
+    def lowered_kernel(self, spec: Spec, kernel: Kernel, outer: Outer) -> Kernel:
+        """The kernel whose dimensions the lowering shards (default: the graph's; serving
+        scales it by the batch)."""
+        return kernel
+
     def shard_dims(
         self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
     ) -> tuple[int, int, int]:
         """(sM, sK, sN): per-chip, per-tile dimensions of one kernel."""
         return tiled_shard_dims(kernel, choice, tp, t)
+
+    def memory_bytes(self, ctx: Lowering) -> list[float]:
+        """Bytes every kernel reads from DRAM per execution and chip (default: its
+        ``memory_bytes``, as DFModel's ``memory_size``)."""
+        return [k.memory_bytes for k in ctx.spec.graph.kernels]
+
+    def pipeline(self, ctx: Lowering) -> tuple[float, float]:
+        """(pipeline factor, batch multiplier): final_ns = sum of IIs x batch multiplier +
+        p2p. Default: DFModel's rule (``cost.lower._pipeline``)."""
+        from dfsearch.cost.lower import _pipeline
+
+        return _pipeline(ctx.batch, ctx.quirks)
+
+    def step(self, ctx: Lowering) -> ServingStep | None:
+        """The serving step of these outer choices (None: not a serving kind)."""
+        return None
 
     def network(self, ctx: Lowering) -> NetworkTerms:
         """Collective, channel and point-to-point times (default: no network traffic)."""
@@ -291,6 +349,19 @@ class WorkloadModel(ABC):
         check_fixed_network(
             sink, system, workload, self.min_network_dims, self.min_network_dims_reason
         )
+
+    def objective_issues(self, sink: IssueSink, search: SearchSettings, workload: Any) -> None:
+        """Rules between ``[search]`` and the workload (default: the objective is the time
+        per batch and no latency bound is set)."""
+        kind = workload.kind.label
+        if search.objective is not ObjectiveKind.TIME:
+            sink.add("search.objective",
+                     f"must be 'time' for a {kind} workload ('ttft', 'tpot' and 'throughput' "
+                     f"are serving objectives). Got {search.objective.label!r} instead.")  # fmt: skip
+        if search.latency_bound_ms > 0:
+            sink.add("search.latency_bound_ms",
+                     f"must be 0 for a {kind} workload (it bounds the step latency of an "
+                     f"llm_serving workload). Got {search.latency_bound_ms:g} instead.")  # fmt: skip
 
     @abstractmethod
     def describe(self, workload: Any) -> str:
