@@ -11,7 +11,10 @@ Default study: the shipped 80-system GPT-3 1T grid (dfsearch/examples/studies/gp
 the Done-when figure of issue 13 (<= 60 s on a 2-core machine). The end-to-end ``dfsearch
 sweep`` command is timed too (a subprocess, so it includes start-up).
 
-Usage: ``python benchmarks/sweep.py [--study PATH] [--subprocess-points N] [--json PATH]``
+``--shipped`` instead times the one ``dfsearch sweep`` command of every shipped study
+(the 4 workloads' grids, the SRAM x DRAM and area-split studies).
+
+Usage: ``python benchmarks/sweep.py [--study PATH] [--subprocess-points N] [--shipped] [--json PATH]``
 """
 
 from __future__ import annotations
@@ -63,13 +66,33 @@ def time_subprocesses(study_path: Path, n: int, folder: Path) -> tuple[float, in
     return time.perf_counter() - t0, len(files)
 
 
+def time_shipped_studies(tmp: Path, json_path: Path | None) -> None:
+    """``--shipped``: the one ``dfsearch sweep STUDY -o DIR`` command of every shipped study
+    (dfsearch/examples/studies/*.toml), start-up included, one after the other."""
+    figures = {}
+    for study in sorted((ROOT / "dfsearch/examples/studies").glob("*.toml")):
+        s = time_command(study, 1, tmp / study.stem)
+        with open(tmp / study.stem / "results.csv") as f:
+            n = sum(1 for _ in f) - 1
+        figures[study.name] = {"seconds": s, "points": n, "points_per_s": n / s}
+    print(f"shipped studies, one 'dfsearch sweep' command each; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    for name, f in figures.items():
+        print(f"  {name:<28} {f['points']:>4} points in {f['seconds']:7.2f} s = {f['points_per_s']:6.2f} points/s")
+    if json_path:
+        json_path.write_text(json.dumps(figures, indent=2) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--study", type=Path, default=GRID)
     ap.add_argument("--subprocess-points", type=int, default=16)
+    ap.add_argument("--shipped", action="store_true", help="time the command of every shipped study instead")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dfsearch-sweep-bench-"))
+    if args.shipped:
+        time_shipped_studies(tmp, args.json)
+        return
     figures: dict[str, dict[str, float]] = {}
 
     s, n = time_sweep(args.study, 1, tmp / "j1")

@@ -505,11 +505,15 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the study and list its points; search nothing.")] = False,
     json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Also write a summary as JSON to PATH ('-' = stdout).")] = None,  # noqa: UP045
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    sample: Annotated[Optional[str], typer.Option("--sample", metavar="METHOD", help="Sample instead of enumerating: 'nsga2' (Optuna's NSGA-II over the axes, optimising the --pareto objectives, default throughput,cost).")] = None,  # noqa: UP045
+    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help="--sample: number of trials.")] = 100,
+    sample_seed: Annotated[int, typer.Option("--seed", min=0, metavar="S", help="--sample: the sampler's seed (same seed, same points).")] = 0,
 ) -> None:
     """Search every point of a design-space study and stream one row per point to
     DIR/results.csv. Interrupted (Ctrl-C, kill), the same command resumes where it stopped;
     a table written for another study (or a changed base spec) is refused unless --fresh.
-    Same study and seed give the same table for any --jobs (the seconds column aside)."""
+    Same study and seed give the same table for any --jobs (the seconds column aside).
+    With --sample nsga2, NSGA-II trials choose the points (docs/studies.md)."""
     from dfsearch.study import commands
     from dfsearch.study.runner import SweepInterrupted
     from dfsearch.study.runner import sweep as run_sweep
@@ -517,6 +521,12 @@ def sweep(
 
     _check_args(inputs=(study,), outputs={"--json": json_out})
     objectives = _objectives(pareto, "--pareto")
+    if sample not in (None, "nsga2"):
+        typer.echo(f"--sample must be 'nsga2'. Got {sample!r} instead.", err=True)
+        raise typer.Exit(2)
+    if sample and (jobs > 1 or dask):
+        typer.echo("--sample nsga2 runs its trials one after the other in this process: drop --jobs / --dask.", err=True)
+        raise typer.Exit(2)
     try:
         s = load_study(study)
         if dry_run:
@@ -527,8 +537,15 @@ def sweep(
                 typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
             return
         show = not quiet and json_out != "-"
-        summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
-                            progress=commands.progress_printer() if show else None)  # fmt: skip
+        if sample:
+            from dfsearch.study.nsga import DEFAULT_OBJECTIVES, nsga_sweep
+
+            objectives = objectives or DEFAULT_OBJECTIVES
+            summary = nsga_sweep(s, output, trials=trials, seed=sample_seed, objectives=objectives, fresh=fresh,
+                                 progress=commands.progress_printer() if show else None)  # fmt: skip
+        else:
+            summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
+                                progress=commands.progress_printer() if show else None)  # fmt: skip
     except DfsearchError as exc:
         raise _fail(exc) from None
     except (SweepInterrupted, KeyboardInterrupt) as exc:
@@ -571,7 +588,7 @@ def pareto_cmd(
 @app.command()
 def plot(
     results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
-    kind: Annotated[str, typer.Option("--kind", metavar="KIND", help="heatmap (a metric per accelerator x topology, one panel per other-axes pair), breakdown (compute/memory/network bars) or pareto (scatter with the front).")] = "heatmap",
+    kind: Annotated[str, typer.Option("--kind", metavar="KIND", help="heatmap (a metric per accelerator x topology, one panel per other-axes pair), breakdown (compute/memory/network bars), pareto (scatter with the front) or roofline (GFLOP/s per chip against operational intensity over DRAM and network).")] = "heatmap",
     metric: Annotated[str, typer.Option("--metric", metavar="COLUMN", help="Table column of the heat map (utilization, final_s, cost_efficiency, power_efficiency, ...).")] = "utilization",
     objectives: Annotated[str, typer.Option("--objectives", metavar="OBJECTIVES", help="Pareto plot: 2 or 3 of throughput, cost, power; the first two are the plot's axes.")] = "throughput,cost",
     output: Annotated[Optional[Path], typer.Option("-o", "--output", metavar="PATH", help="Image file (.png, .svg, .pdf); default RESULTS/<kind>[_<metric>].png.")] = None,  # noqa: UP045
@@ -593,6 +610,8 @@ def plot(
             fig = plots.heatmap_figure(header, rows, metric)
         elif kind == "breakdown":
             fig = plots.breakdown_figure(header, rows)
+        elif kind == "roofline":
+            fig = plots.roofline_figure(header, rows)
         else:
             fig = plots.pareto_figure(header, rows, names)
         plots.save(fig, dest)

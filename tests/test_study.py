@@ -3,6 +3,7 @@ fixed edits, and the house-style errors (file, field path, bad value, expected; 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 import dfsearch
 from dfsearch.cli import app
 from dfsearch.errors import SpecError
+from dfsearch.spec import AUTO
 from dfsearch.study import catalogue
 from dfsearch.study.study import load_study
 
@@ -198,9 +200,13 @@ def test_topology_keeps_base_links_without_interconnect(tmp_path):
 
 
 def test_every_catalogue_entry_cites_the_published_input():
-    for presets in catalogue.PRESETS.values():
+    published = re.compile(r"^(LLM|DLRM|FFT|HPL)/DSE/system/[^ ]+/user_input/setup\.txt$")
+    for axis, presets in catalogue.PRESETS.items():
         for p in presets.values():
-            assert p.source.startswith("LLM/DSE/system/") and p.source.endswith("/user_input/setup.txt")
+            if axis == "style":  # ours: a style and the configuration count it needs
+                assert p.source.startswith("docs/spec.md")
+            else:
+                assert published.match(p.source), p.source
     assert catalogue.COMMIT == "04f93d5ea1179ff967e26116b09853db972a2fb0"
 
 
@@ -212,3 +218,66 @@ def test_shipped_grid_has_80_valid_points():
     assert {sp.system.variant for sp in specs} == {"r_r", "r_r_r", "fc_fc", "r_sw", "sw_sw"}
     assert {sp.execution.equations.label for sp in specs} == {"design_space"}
     assert len({(sp.system, sp.cost) for sp in specs}) == 80
+
+
+# ----------------------------------------------------------------------------- part 2
+FFT_DSE = EXAMPLES / "studies" / "inputs" / "fft_dse_setup.txt"
+
+
+def test_topology_on_a_fixed_network_workload_has_no_roles_and_takes_the_networks_sizes(tmp_path):
+    body = ('[networks]\ntorus3d = [8, 8, 16]\n'
+            '[axes]\ntopology = ["torus2d", "torus3d"]\ninterconnect = ["nvlink_all"]\n')  # fmt: skip
+    s = load_study(study(tmp_path, body, base=FFT_DSE))
+    two, three = (s.point_spec(p) for p in s.points())
+    assert [d.size for d in two.system.network] == [8, 128]  # the preset's own sizes
+    assert [d.size for d in three.system.network] == [8, 8, 16]
+    assert all(d.parallelism.label == "none" for d in three.system.network)
+    assert [d.link_bw_GBps for d in three.system.network] == [450.0, 450.0, 450.0]
+    assert three.cost.link_power_J_per_GB == (0.0104, 0.0104, 0.0104)
+
+
+def test_networks_table_is_checked(tmp_path):
+    with pytest.raises(SpecError) as e:
+        load_study(study(tmp_path, '[networks]\ntorus3d = [8, 128]\nring9 = [4]\n[axes]\ntopology = ["torus3d"]\n'))
+    text = str(e.value)
+    assert "networks.torus3d must be 3 positive integers, one size per dimension of r_r_r" in text
+    assert "networks.ring9 must name a topology of the catalogue" in text
+
+
+def test_style_axis_sets_the_configuration_count_it_needs(tmp_path):
+    s = load_study(study(tmp_path, '[axes]\naccelerator = ["sn30"]\nstyle = ["dataflow", "kernel_by_kernel"]\n', base=GPT1T))
+    flow, kbk = (s.point_spec(p).execution for p in s.points())
+    assert flow.style.label == "dataflow" and flow.num_config == AUTO
+    assert kbk.style.label == "kernel_by_kernel" and kbk.num_config == 0
+
+
+def test_compute_share_splits_a_fixed_chip(tmp_path):
+    body = '[area]\nunits = 2080\nmemory_unit_bytes = 524288\n[axes]\ncompute_share = [0.2, 0.5, 0.8]\n'
+    s = load_study(study(tmp_path, body, base=GPT1T))
+    chips = [s.point_spec(p).system.accelerator for p in s.points()]
+    assert [c.cores for c in chips] == [416, 1040, 1664]
+    assert [c.sram_bytes for c in chips] == [1664 * 524288, 1040 * 524288, 416 * 524288]
+    assert all(c.cores + c.sram_bytes / 524288 == 2080 for c in chips)
+    with pytest.raises(SpecError, match="area is required by the axis 'compute_share'"):
+        load_study(study(tmp_path, '[axes]\ncompute_share = [0.5]\n', base=GPT1T))
+    with pytest.raises(SpecError, match=r"axes.compute_share\[0\] must be a share of compute units"):
+        load_study(study(tmp_path, '[area]\nunits = 10\nmemory_unit_bytes = 1\n[axes]\ncompute_share = [1.5]\n'))
+
+
+def test_a_table_value_sets_only_the_fields_it_names(tmp_path):
+    s = load_study(study(tmp_path, '[axes]\n"system.accelerator" = [{ cores = 7 }]\n'))
+    acc = s.point_spec(s.points()[0]).system.accelerator
+    from dfsearch.loader import load_spec
+
+    base = load_spec(GPT_SMALL).system.accelerator
+    assert acc.cores == 7 and acc.sram_bytes == base.sram_bytes and acc.freq_GHz == base.freq_GHz
+
+
+@pytest.mark.parametrize(("name", "count"), [("dlrm_grid", 80), ("hpl_grid", 80), ("fft_grid", 80),
+                                             ("gpt3_175B_sram_dram", 18), ("area_split", 21)])  # fmt: skip
+def test_shipped_studies_build_every_point(name, count):
+    s = load_study(EXAMPLES / "studies" / f"{name}.toml")
+    points = s.points()
+    assert len(points) == count
+    specs = [s.point_spec(p) for p in points]
+    assert len({(sp.system, sp.cost, sp.execution) for sp in specs}) == count

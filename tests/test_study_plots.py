@@ -105,7 +105,48 @@ def test_cli_plot_writes_each_kind(tmp_path):
     for kind in plots.KINDS:
         r = CliRunner().invoke(app, ["plot", str(tmp_path), "--kind", kind])
         assert r.exit_code == 0, r.output
-    assert {p.name for p in tmp_path.glob("*.png")} == {"heatmap_utilization.png", "breakdown.png", "pareto.png"}
-    r = CliRunner().invoke(app, ["plot", str(tmp_path), "--kind", "roofline"])
+    assert {p.name for p in tmp_path.glob("*.png")} == {"heatmap_utilization.png", "breakdown.png", "pareto.png", "roofline.png"}
+    r = CliRunner().invoke(app, ["plot", str(tmp_path), "--kind", "scatter"])
     assert r.exit_code == 2 and "--kind must be one of" in r.output
     assert set(METRICS) >= {"utilization"}
+
+
+def test_roofline_points_lie_under_their_roofs(tmp_path):
+    """A real sweep (DRAM 100 vs 1555 GB/s, FLOP model vs cycle model): one point per row
+    and panel at (FLOP / bytes, FLOP / time), every point under min(peak, OI x bandwidth),
+    the roofs drawn for each distinct (peak, bandwidth)."""
+    from dfsearch.study.runner import sweep
+    from dfsearch.study.study import load_study
+    from tests.test_study_sweep import make_study
+
+    axes = '[axes]\n"system.memory.dram_bw_GBps" = [100, 1555]\n"execution.compute_util" = [0, 0.9]\n'
+    sweep(load_study(make_study(tmp_path, axes)), tmp_path / "out")
+    header, rows = read_table(tmp_path / "out" / "results.csv")
+    fig = plots.roofline_figure(header, rows)
+    assert len(fig.axes) == 2
+    for ax, level, bw in zip(fig.axes, ("memory", "network"), ("dram_bw_GBps", "link_bw_GBps")):
+        expected = plots.roofline_points(rows, level)
+        assert len(expected) == 4  # every point moves bytes at both levels
+        drawn = np.concatenate([c.get_offsets() for c in ax.collections])
+        assert sorted(map(tuple, drawn.tolist())) == pytest.approx(sorted((x, y) for _, x, y in expected))
+        for r, x, y in expected:
+            assert y <= min(r["peak_gflops"], x * r[bw]) * (1 + 1e-9)
+            assert y == pytest.approx(r["flop_per_chip"] / r["all_config_ii_ns"])
+        roofs = {(r["peak_gflops"], r[bw]) for r, _, _ in expected}
+        lines = ax.get_lines()
+        assert len(lines) == len(roofs)
+        for line, (peak, b) in zip(lines, sorted(roofs)):
+            assert line.get_ydata() == pytest.approx(np.minimum(peak, line.get_xdata() * b))
+        assert ax.get_ylabel() == "GFLOP/s per chip (one graph execution)"
+        assert ax.get_xlabel().startswith("operational intensity over") and ax.get_xscale() == "log"
+    mem = {r["system.memory.dram_bw_GBps"]: r for r, _, _ in plots.roofline_points(rows, "memory") if r["execution.compute_util"] == 0.9}
+    # the same mapping's DRAM bytes: same FLOP, memory time x bandwidth
+    assert mem[100]["flop_per_chip"] == pytest.approx(mem[1555]["flop_per_chip"])
+    assert sum(r["flop_per_chip"] > 0 for r in rows) == 4
+
+
+def test_roofline_needs_the_new_columns(tmp_path):
+    header, rows = read_table(fake_table(tmp_path))
+    header = [c for c in header if c != "flop_per_chip"]
+    with pytest.raises(SpecError, match="roofline needs the columns"):
+        plots.roofline_figure(header, rows)

@@ -18,7 +18,9 @@ read from in ``source``. Which file gave which number:
   ``system.memory``, ``cost.dram_unit_price``, ``cost.dram_unit_power``;
 * interconnects: ``h100/2d_torus_hbm_pcie`` / ``h100/3d_torus_hbm_pcie`` (PCIe: every
   dimension 50 GB/s at 0.052 J/GB) and ``h100/2d_torus_hbm_nvlink`` (NVLink: the first, tensor
-  parallel, dimension 450 GB/s at 0.0104 J/GB, the others as PCIe);
+  parallel, dimension 450 GB/s at 0.0104 J/GB, the others as PCIe); ``nvlink_all``, every
+  dimension 450 GB/s at 0.0104 J/GB, is the NVLink of the DLRM, HPL and FFT design-space
+  files (``DLRM/DSE/system/h100/<topology>_hbm_nvlink``, ``FFT/...``, ``HPL/...``);
 * topologies: ``h100/<topology>_hbm_nvlink``: the variant (``r_r``, ``r_r_r``, ``fc_fc``,
   ``r_sw``, ``sw_sw``), sizes and ``par_*`` roles; prices ``link_unit_price`` 2.0 and
   ``switch_unit_price`` 24.0 and ``switch_unit_power`` 0.052 are the same in every file.
@@ -26,14 +28,14 @@ read from in ``source``. Which file gave which number:
 The published FFT and DLRM design-space runs (``FFT/DSE/system/...``, ``DLRM/DSE/system/...``)
 use the same chips but other network sizes (32 x 32 for the 2-D torus and the dragonfly,
 8 x 8 x 16 for the 3-D torus; tests/data/dfmodel/design_space/README.md): a study of those
-workloads sets ``system.network[i].size`` on its own axis or in ``[set]`` after the preset.
+workloads gives them in its ``[networks]`` table (``torus2d = [32, 32]``).
 
 Deviations, stated: the published inputs do not agree among themselves on ``compute_util``
 (commented out in some folders, 0.9 in others) and ``tile_size`` (2048 in some): the presets
 leave both to the base spec. A preset changes only the fields listed in its ``edits``.
 
 >>> sorted(PRESETS)
-['accelerator', 'interconnect', 'memory', 'topology']
+['accelerator', 'interconnect', 'memory', 'style', 'topology']
 >>> ACCELERATORS["sn30"].peak_gflops
 614400.0
 >>> [d["topology"] for d in TOPOLOGIES["dgx1"].dims]
@@ -53,6 +55,8 @@ __all__ = [
     "MemoryPreset",
     "LinkPreset",
     "TopologyPreset",
+    "StylePreset",
+    "STYLES",
     "ACCELERATORS",
     "MEMORIES",
     "INTERCONNECTS",
@@ -65,6 +69,8 @@ __all__ = [
 REPO = "fengqian-ayce/DFModel"
 COMMIT = "04f93d5ea1179ff967e26116b09853db972a2fb0"
 _DIR = "LLM/DSE/system"
+#: workload kinds whose network dimensions carry tp/pp/dp roles
+LLM_KINDS = ("llm", "llm_serving")
 
 
 def _src(folder: str) -> str:
@@ -159,19 +165,42 @@ class TopologyPreset:
     dims: tuple[dict[str, Any], ...]
     source: str
 
-    def edits(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def edits(self, data: Mapping[str, Any], sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+        """The network of this preset on spec data ``data``; ``sizes`` replaces the
+        dimensions' sizes (a study's ``[networks]`` table). Parallelism roles are set only
+        for an LLM workload (the other kinds run on a fixed network without roles)."""
         base = data["system"]["network"]
         powers = list(data.get("cost", {}).get("link_power_J_per_GB", []))
+        roles = data.get("workload", {}).get("kind", "llm") in LLM_KINDS
         network, new_powers = [], []
         for i, dim in enumerate(self.dims):
             j = min(i, len(base) - 1)
-            network.append(dict(dim, link_bw_GBps=base[j]["link_bw_GBps"]))
+            entry = dict(dim, link_bw_GBps=base[j]["link_bw_GBps"])
+            if sizes is not None:
+                entry["size"] = sizes[i]
+            if not roles:
+                del entry["parallelism"]
+            network.append(entry)
             if powers:
                 new_powers.append(powers[min(i, len(powers) - 1)])
         out: dict[str, Any] = {"system.network": network}
         if powers:
             out["cost.link_power_J_per_GB"] = new_powers
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class StylePreset:
+    """An execution style with the configuration count it needs: dataflow lets the search
+    choose how many configurations (``"auto"``), kernel by kernel has one per kernel (0).
+    Applied after ``accelerator``, whose chip carries its own style."""
+
+    name: str
+    num_config: int | str
+    source: str
+
+    def edits(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {"execution.style": self.name, "execution.num_config": self.num_config}
 
 
 def _dim(topology: str, size: int, parallelism: str) -> dict[str, Any]:
@@ -205,6 +234,8 @@ INTERCONNECTS: dict[str, LinkPreset] = {
     for p in (
         LinkPreset("pcie", 50.0, 0.052, 50.0, 0.052, _src("h100/2d_torus_hbm_pcie")),
         LinkPreset("nvlink", 450.0, 0.0104, 50.0, 0.052, _src("h100/2d_torus_hbm_nvlink")),
+        LinkPreset("nvlink_all", 450.0, 0.0104, 450.0, 0.0104,
+                   "DLRM/DSE/system/h100/2d_torus_hbm_nvlink/user_input/setup.txt"),
     )
 }
 
@@ -225,23 +256,50 @@ TOPOLOGIES: dict[str, TopologyPreset] = {
     )
 }  # fmt: skip
 
+STYLES: dict[str, StylePreset] = {
+    p.name: p
+    for p in (
+        StylePreset("dataflow", "auto", "docs/spec.md, execution.num_config"),
+        StylePreset("kernel_by_kernel", 0, "docs/spec.md, execution.num_config"),
+    )
+}
+
 #: preset axis name -> its presets
 PRESETS: dict[str, Mapping[str, Any]] = {
     "accelerator": ACCELERATORS,
     "memory": MEMORIES,
     "topology": TOPOLOGIES,
     "interconnect": INTERCONNECTS,
+    "style": STYLES,
 }
 
-#: the order presets are applied in (the interconnect needs the topology's dimension count)
-ORDER = ("accelerator", "memory", "topology", "interconnect")
+#: the order presets are applied in (the interconnect needs the topology's dimension count;
+#: a style overrides the accelerator's)
+ORDER = ("accelerator", "memory", "topology", "interconnect", "style")
 
 
-def preset_edits(axis: str, name: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The field edits (path -> value) of preset ``name`` of ``axis`` on spec data ``data``.
+def area_split_edits(share: float, units: int, memory_unit_bytes: float) -> dict[str, Any]:
+    """A chip of ``units`` units, a share ``share`` of them compute units (cores) and the
+    rest memory units of ``memory_unit_bytes`` each (a study's ``compute_share`` axis with
+    its ``[area]`` table): cores = round(units x share), SRAM = (units - cores) x bytes.
+
+    >>> area_split_edits(0.2, 2080, 524288)
+    {'system.accelerator.cores': 416, 'system.accelerator.sram_bytes': 872415232.0}
+    """
+    cores = int(round(units * share))
+    return {"system.accelerator.cores": cores, "system.accelerator.sram_bytes": float((units - cores) * memory_unit_bytes)}
+
+
+def preset_edits(
+    axis: str, name: str, data: Mapping[str, Any], sizes: Mapping[str, tuple[int, ...]] | None = None
+) -> dict[str, Any]:
+    """The field edits (path -> value) of preset ``name`` of ``axis`` on spec data ``data``;
+    ``sizes``: network sizes per topology preset name (a study's ``[networks]`` table).
 
     >>> e = preset_edits("interconnect", "nvlink", {"system": {"network": [{}, {}]}})
     >>> e["system.network[0].link_bw_GBps"], e["cost.link_power_J_per_GB"]
     (450.0, [0.0104, 0.052])
     """
+    if axis == "topology":
+        return TOPOLOGIES[name].edits(data, (sizes or {}).get(name))
     return PRESETS[axis][name].edits(data)

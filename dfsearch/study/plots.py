@@ -6,6 +6,8 @@
 * ``breakdown``: per point, stacked bars of the compute, memory and network time of its
   configurations (sums over configurations, as fractions of their total).
 * ``pareto``: every feasible point by two objectives, the exact front highlighted.
+* ``roofline``: the hierarchical roofline, GFLOP/s per chip against operational intensity
+  over DRAM and over the network, one point per mapping, with each system's roofs.
 
 Each ``*_figure`` function returns a matplotlib ``Figure`` (Agg canvas, no display needed);
 ``save`` writes it. matplotlib is imported only here, only when a figure is made.
@@ -19,13 +21,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dfsearch.errors import Issue, SolverUnavailableError, SpecError
 from dfsearch.study.pareto import OBJECTIVES, pareto_front
 from dfsearch.study.table import FLOAT_COLUMNS, INT_COLUMNS, METRICS
 
-__all__ = ["KINDS", "heatmap_figure", "breakdown_figure", "pareto_figure", "save"]
+__all__ = ["KINDS", "heatmap_figure", "breakdown_figure", "pareto_figure", "roofline_figure", "roofline_points", "save"]
 
-KINDS = ("heatmap", "breakdown", "pareto")
+KINDS = ("heatmap", "breakdown", "pareto", "roofline")
 _PREFERRED = ("accelerator", "topology")
 _LABELS = {
     "final_s": "time per batch (s)", "throughput_per_s": "throughput (batches/s)",
@@ -75,7 +79,8 @@ def heatmap_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], met
     panels = list(itertools.product(*[_distinct(rows, o) for o in others])) or [()]
     cols = min(len(panels), 2)
     nrows = math.ceil(len(panels) / cols)
-    fig = _figure(figsize=(5.5 * cols, 0.5 * len(ys) * nrows + 2.0 * nrows), layout="constrained")
+    width = max(5.5, 0.8 * len(xs) + 3.0)
+    fig = _figure(figsize=(width * cols, 0.5 * len(ys) * nrows + 2.0 * nrows), layout="constrained")
     values = [r[metric] for r in rows if r[metric] is not None]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     for i, key in enumerate(panels):
@@ -92,7 +97,8 @@ def heatmap_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], met
         ax.set_title(", ".join(f"{o}={v}" for o, v in zip(others, key)) or metric)
         for (yi, xi) in itertools.product(range(len(ys)), range(len(xs))):
             v = grid[yi][xi]
-            ax.text(xi, yi, "-" if math.isnan(v) else f"{v:.3g}", ha="center", va="center", fontsize=7,
+            text = "-" if math.isnan(v) else (f"{v:.0f}" if 100 <= abs(v) < 1e5 else f"{v:.3g}")
+            ax.text(xi, yi, text, ha="center", va="center", fontsize=7,
                     color="white" if not math.isnan(v) and v < (lo + hi) / 2 else "black")  # fmt: skip
     fig.colorbar(image, ax=fig.axes, label=_LABELS.get(metric, metric))
     fig.suptitle(f"{_LABELS.get(metric, metric)} per {y_name} x {x_name}")
@@ -153,6 +159,55 @@ def pareto_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], obje
             setter("log")  # the paper's grid spans 3 orders of magnitude of cost
     ax.set_title(f"{len(front)} of {len(feasible)} points on the Pareto front")
     ax.legend()
+    return fig
+
+
+def roofline_points(rows: Sequence[Mapping[str, Any]], level: str) -> list[tuple[Mapping[str, Any], float, float]]:
+    """(row, operational intensity in FLOP/byte, GFLOP/s per chip) of every feasible row with
+    traffic at ``level`` (``"memory"``: DRAM bytes, ``"network"``: network bytes at the first
+    dimension's link bandwidth), for one execution of the graph on one chip
+    (dfsearch.study.runner.roofline_cells)."""
+    column = "dram_bytes_per_chip" if level == "memory" else "network_bytes_per_chip"
+    out = []
+    for r in rows:
+        flop, t, moved = r.get("flop_per_chip"), r.get("all_config_ii_ns"), r.get(column)
+        if r.get("final_s") is None or not flop or not t or not moved:
+            continue
+        out.append((r, flop / moved, flop / t))  # FLOP per ns = GFLOP/s
+    return out
+
+
+def roofline_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The hierarchical roofline: GFLOP/s per chip against operational intensity over DRAM
+    (left) and over the network (right), one point per point's mapping, coloured by the
+    first axis; each distinct (peak, bandwidth) pair draws its roof min(peak, OI x bandwidth).
+    A point with no traffic at a level (everything on chip) is left out of that panel."""
+    if "flop_per_chip" not in header:
+        raise SpecError(Issue("--kind", "roofline needs the columns flop_per_chip, dram_bytes_per_chip, ... of a table written by this version of 'dfsearch sweep'; run the sweep again with --fresh."))
+    axes = _axes_of(header)
+    group = axes[0] if axes else None
+    fig = _figure(figsize=(11.0, 4.5), layout="constrained")
+    colours = itertools.cycle(f"C{i}" for i in range(10))
+    colour = {g: next(colours) for g in (_distinct(rows, group) if group else [None])}
+    for k, (level, bw_column, title) in enumerate((("memory", "dram_bw_GBps", "DRAM"), ("network", "link_bw_GBps", "network (first dimension's link)"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        points = roofline_points(rows, level)
+        xs = [x for _, x, _ in points] or [1.0]
+        span = np.geomspace(min(xs) / 10.0, max(xs) * 10.0, 200)
+        for peak, bw in sorted({(r["peak_gflops"], r[bw_column]) for r, _, _ in points}):
+            ax.plot(span, np.minimum(peak, span * bw), "-", color="gray", lw=0.8, label="_roof")
+        for g in colour:
+            mine = [(x, y) for r, x, y in points if group is None or r[group] == g]
+            if mine:
+                ax.scatter([x for x, _ in mine], [y for _, y in mine], color=colour[g], s=18,
+                           label=str(g) if group else "points")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"operational intensity over {title} (FLOP/byte)")
+        ax.set_ylabel("GFLOP/s per chip (one graph execution)")
+        ax.set_title(f"{title}: {len(points)} points")
+        if points:
+            ax.legend(fontsize=7, title=group)
     return fig
 
 

@@ -83,7 +83,30 @@ def run_point(task: Task) -> dict[str, Any]:
     from dfsearch.search.engine import search
 
     result = search(task.spec, seed=task.seed)
-    return _metrics(result)
+    row = _metrics(result)
+    if result.evaluation is not None:
+        row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
+    return row
+
+
+def roofline_cells(ev: Any, link_bw_GBps: float) -> dict[str, float]:
+    """One chip during one execution of the graph (its configurations in turn, without the
+    pipeline bubble and the once-per-batch p2p): the time T (``all_config_ii_ns``), the FLOP
+    done, the DRAM bytes moved (memory time x DRAM bandwidth) and the network time as bytes
+    over one link of the first dimension (network time x its bandwidth). The FLOP are the
+    chip's share of the batch divided by the graph executions per batch,
+    E = (ns_per_batch - p2p) / (T x pipeline factor). Since T sums max(compute, memory,
+    network) per configuration, FLOP / T <= min(peak, FLOP / bytes x bandwidth): the point of
+    a hierarchical roofline lies under both roofs."""
+    t = ev.all_config_ii_ns
+    executions = (ev.ns_per_batch - ev.p2p_ns) / (t * ev.pipeline_factor) if t > 0 else 0.0
+    flop = ev.workload_flop / ev.num_chip / executions if executions > 0 else 0.0
+    return {
+        "all_config_ii_ns": t, "flop_per_chip": flop,
+        "dram_bytes_per_chip": sum(c.memory_ns for c in ev.configs) * ev.dram_bw_GBps,
+        "network_bytes_per_chip": sum(c.network_ns for c in ev.configs) * link_bw_GBps,
+        "peak_gflops": ev.peak_gflops, "dram_bw_GBps": ev.dram_bw_GBps, "link_bw_GBps": link_bw_GBps,
+    }  # fmt: skip
 
 
 def _metrics(result: Any) -> dict[str, Any]:

@@ -16,7 +16,8 @@ accelerator = ["h100", "tpu_v4", "sn30", "wse2"]   # a catalogue preset axis
 ```
 
 A point's spec is the base file's data with, in this order, the ``[set]`` edits, the
-preset axes (accelerator, memory, topology, interconnect: catalogue order), then the field
+preset axes (accelerator, memory, topology, interconnect, style: catalogue order), the
+``compute_share`` axis (with its ``[area]`` table), then the field
 path axes (file order), read through the TOML loader: the same checks and messages as a
 spec file, and a generated graph is generated again from the edited workload.
 """
@@ -28,7 +29,8 @@ import difflib
 import itertools
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,9 @@ from dfsearch.study.filters import Condition, parse_filter
 
 __all__ = ["Axis", "Point", "Study", "load_study", "study_from_data"]
 
-_TOP = ("study", "axes", "set")
+_TOP = ("study", "axes", "set", "networks", "area")
+#: the derived axis of a chip area split (needs the [area] table)
+AREA_AXIS = "compute_share"
 _STUDY_KEYS = ("base", "combine", "filter", "seed", "name", "description")
 _COMBINE = ("cross", "zip")
 _PATH = re.compile(r"^[A-Za-z_]\w*(\[\d+\]|\.\d+|\.[A-Za-z_]\w*)*$")
@@ -87,6 +91,10 @@ class Study:
     fixed: tuple[tuple[str, Any], ...]
     seed: int | None
     name: str
+    #: topology preset name -> the sizes of its dimensions (the ``[networks]`` table)
+    network_sizes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: the ``[area]`` table: (units, memory_unit_bytes) of a ``compute_share`` axis
+    area: tuple[int, float] | None = None
 
     def all_points(self) -> list[Point]:
         """Every combination of the axes' values (before filters)."""
@@ -98,6 +106,27 @@ class Study:
         """The points the filters keep, in order."""
         return [p for p in self.all_points() if self._kept(p)]
 
+    def point_of(self, choice: tuple[int, ...]) -> Point:
+        """The point taking value ``choice[i]`` of axis i (cross) or the ``choice[0]``-th
+        values of every axis (zip), with its index in :meth:`all_points` (no enumeration).
+
+        >>> s = Study("s.toml", Path("b.toml"), {}, {}, (Axis("a", (1, 2), False), Axis("b", (3, 4, 5), False)),
+        ...           "cross", (), (), None, "s")
+        >>> s.point_of((1, 2))
+        Point(index=5, values=(2, 5))
+        """
+        if self.combine == "zip":
+            i = choice[0]
+            return Point(i, tuple(a.values[i] for a in self.axes))
+        index = 0
+        for axis, c in zip(self.axes, choice):
+            index = index * len(axis.values) + c
+        return Point(index, tuple(a.values[c] for a, c in zip(self.axes, choice)))
+
+    def kept(self, point: Point) -> bool:
+        """Whether the filters keep ``point``."""
+        return self._kept(point)
+
     def point_data(self, point: Point) -> dict[str, Any]:
         """The TOML data of a point's spec (not yet validated)."""
         data = copy.deepcopy(self.base_data)
@@ -106,8 +135,12 @@ class Study:
         by_name = dict(zip((a.name for a in self.axes), point.values))
         for kind in catalogue.ORDER:
             if kind in by_name:
-                for path, value in catalogue.preset_edits(kind, by_name[kind], data).items():
+                edits = catalogue.preset_edits(kind, by_name[kind], data, self.network_sizes)
+                for path, value in edits.items():
                     _put(data, path, value, self.file, f"axes.{kind}")
+        if AREA_AXIS in by_name and self.area is not None:
+            for path, value in catalogue.area_split_edits(by_name[AREA_AXIS], *self.area).items():
+                _put(data, path, value, self.file, f"axes.{AREA_AXIS}")
         for axis, value in zip(self.axes, point.values):
             if not axis.preset:
                 _put(data, axis.name, copy.deepcopy(value), self.file, f"axes.{axis.name}")
@@ -171,7 +204,8 @@ def _get(data: Any, path: str) -> tuple[bool, Any]:
 
 def _put(data: dict[str, Any], path: str, value: Any, file: str, where: str) -> None:
     """Set ``value`` at ``path``; missing tables are created (the loader then rejects an
-    unknown one with its own message), a missing list item is an error."""
+    unknown one with its own message), a missing list item is an error. A table value on
+    an existing table sets the fields it names and keeps the others."""
     node: Any = data
     keys = _keys(path)
     for depth, key in enumerate(keys):
@@ -185,7 +219,9 @@ def _put(data: dict[str, Any], path: str, value: Any, file: str, where: str) -> 
             msg = f"{path!r}: {'.'.join(map(str, keys[:depth])) or 'the spec'} is not a list or table."
             raise SpecError(Issue(where, msg), file=file)
         if last:
-            node[key] = value
+            old = node[key] if isinstance(node, dict) and key in node else None
+            merge = isinstance(value, dict) and isinstance(old, dict)
+            node[key] = {**old, **value} if merge else value
         else:
             if isinstance(node, dict) and key not in node:
                 node[key] = {}
@@ -227,6 +263,8 @@ def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
             issues.append(issue)
     axes = _axes(data.get("axes", {}), combine, issues)
     fixed = _fixed(data.get("set", {}), issues)
+    sizes = _network_sizes(data.get("networks", {}), issues)
+    area = _area(data.get("area"), axes, issues)
     filters = _filters(head.get("filter"), issues)
     base = head.get("base")
     if (not isinstance(base, str) or not base) and isinstance(data.get("study"), dict):
@@ -236,7 +274,7 @@ def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
     base_path = folder / base
     base_data, defaults = _read_base(base_path, file)
     name = head.get("name") if isinstance(head.get("name"), str) else Path(file).stem
-    return Study(file, base_path, base_data, defaults, axes, combine, filters, fixed, seed, name)
+    return Study(file, base_path, base_data, defaults, axes, combine, filters, fixed, seed, name, sizes, area)
 
 
 def _unknown(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, issues: list[Issue]) -> None:
@@ -257,14 +295,18 @@ def _axes(table: Any, combine: str, issues: list[Issue]) -> tuple[Axis, ...]:
         if not isinstance(values, list) or not values:
             issues.append(Issue(where, f"must be a non-empty array of values. Got {values!r} instead."))
             continue
-        preset = name in catalogue.PRESETS
-        if preset:
+        preset = name in catalogue.PRESETS or name == AREA_AXIS
+        if name == AREA_AXIS:
+            for i, v in enumerate(values):
+                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1:
+                    issues.append(Issue(f"{where}[{i}]", f"must be a share of compute units, 0 < share < 1. Got {v!r} instead."))
+        elif preset:
             known = catalogue.PRESETS[name]
             for i, v in enumerate(values):
                 if v not in known:
                     issues.append(Issue(f"{where}[{i}]", f"must be one of {', '.join(map(repr, known))} (docs/studies.md, catalogue). Got {v!r} instead."))
         elif not _PATH.match(name):
-            issues.append(Issue(where, "is neither a catalogue axis (accelerator, memory, topology, interconnect) nor a field path such as \"system.memory.dram_bw_GBps\"."))
+            issues.append(Issue(where, "is neither a catalogue axis (accelerator, memory, topology, interconnect, style) nor a field path such as \"system.memory.dram_bw_GBps\"."))
         cells = [json.dumps(cell(v)) for v in values]
         if len(set(cells)) != len(cells):
             issues.append(Issue(where, f"lists a value twice: {values!r}. Each point must be distinct."))
@@ -285,6 +327,49 @@ def _fixed(table: Any, issues: list[Issue]) -> tuple[tuple[str, Any], ...]:
             issues.append(Issue(f"set.{path}", "is not a field path such as \"execution.equations\"."))
         out.append((path, value))
     return tuple(out)
+
+
+def _area(table: Any, axes: tuple[Axis, ...], issues: list[Issue]) -> tuple[int, float] | None:
+    """``[area]``: ``units`` (int) and ``memory_unit_bytes`` of a ``compute_share`` axis."""
+    wanted = any(a.name == AREA_AXIS for a in axes)
+    if table is None:
+        if wanted:
+            issues.append(Issue("area", f"is required by the axis {AREA_AXIS!r}: [area] units = 2080, memory_unit_bytes = 524288."))
+        return None
+    if not isinstance(table, dict):
+        issues.append(Issue("area", "must be a table: units = N, memory_unit_bytes = B."))
+        return None
+    _unknown(table, ("units", "memory_unit_bytes"), "area.", issues)
+    units, unit_bytes = table.get("units"), table.get("memory_unit_bytes")
+    if isinstance(units, bool) or not isinstance(units, int) or units < 2:
+        issues.append(Issue("area.units", f"must be an integer >= 2 (compute plus memory units). Got {units!r} instead."))
+    if isinstance(unit_bytes, bool) or not isinstance(unit_bytes, int | float) or unit_bytes <= 0:
+        issues.append(Issue("area.memory_unit_bytes", f"must be > 0 (SRAM bytes of one memory unit). Got {unit_bytes!r} instead."))
+    if not wanted:
+        issues.append(Issue("area", f"is used only by an axis {AREA_AXIS!r}; the study has none."))
+    return (units, float(unit_bytes)) if isinstance(units, int) and isinstance(unit_bytes, int | float) else None
+
+
+def _network_sizes(table: Any, issues: list[Issue]) -> dict[str, tuple[int, ...]]:
+    """``[networks]``: topology preset name = [size of each dimension]."""
+    if not isinstance(table, dict):
+        issues.append(Issue("networks", "must be a table: topology = [sizes], e.g. torus2d = [32, 32]."))
+        return {}
+    out: dict[str, tuple[int, ...]] = {}
+    for name, sizes in table.items():
+        where = f"networks.{name}"
+        preset = catalogue.TOPOLOGIES.get(name)
+        if preset is None:
+            known = ", ".join(map(repr, catalogue.TOPOLOGIES))
+            issues.append(Issue(where, f"must name a topology of the catalogue ({known}). Got {name!r} instead."))
+            continue
+        n = len(preset.dims)
+        ok = isinstance(sizes, list) and len(sizes) == n
+        if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+            issues.append(Issue(where, f"must be {n} positive integers, one size per dimension of {preset.variant}. Got {sizes!r} instead."))
+            continue
+        out[name] = tuple(sizes)
+    return out
 
 
 def _flatten(table: dict[str, Any], prefix: str) -> list[tuple[str, Any]]:

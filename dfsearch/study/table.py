@@ -22,13 +22,15 @@ __all__ = ["METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", 
 METRICS = (
     "status", "final_s", "throughput_per_s", "utilization", "system_cost", "system_power",
     "cost_efficiency", "power_efficiency", "tp", "pp", "dp", "num_config", "compute_ns",
-    "memory_ns", "network_ns", "lower_bound_s", "gap", "evaluations", "seconds", "seed",
-    "digest", "message",
+    "memory_ns", "network_ns", "all_config_ii_ns", "flop_per_chip", "dram_bytes_per_chip",
+    "network_bytes_per_chip", "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s",
+    "gap", "evaluations", "seconds", "seed", "digest", "message",
 )  # fmt: skip
 FLOAT_COLUMNS = frozenset({
     "final_s", "throughput_per_s", "utilization", "system_cost", "system_power",
     "cost_efficiency", "power_efficiency", "compute_ns", "memory_ns", "network_ns",
-    "lower_bound_s", "gap", "seconds",
+    "all_config_ii_ns", "flop_per_chip", "dram_bytes_per_chip", "network_bytes_per_chip",
+    "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s", "gap", "seconds",
 })  # fmt: skip
 INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed"})
 
