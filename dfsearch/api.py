@@ -70,7 +70,26 @@ def run(
     )  # fmt: skip
     if result.evaluation is None:
         raise InfeasibleError(result.infeasible_message(), result=result)
+    if result.spec.speculative is not None:
+        result = _with_speculative(result, seed, max_evaluations)
     return result
+
+
+def _with_speculative(result: RunResult, seed: int | None, max_evaluations: int | None) -> RunResult:
+    """The result with its speculative-decoding search (``search/speculative.py``), compared
+    with the plain decode the result holds."""
+    from dataclasses import replace
+
+    from dfsearch.search.speculative import speculative_search
+
+    assert result.evaluation is not None
+    spec = result.spec
+    budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
+    spec_result = speculative_search(
+        spec, result.evaluation.final_ns, seed=seed,
+        max_evaluations=max(1, budget - result.search.evaluations),
+    )  # fmt: skip
+    return replace(result, speculative=spec_result)
 
 
 def _check_run_args(seed: object, time_limit_s: object, max_evaluations: object) -> None:

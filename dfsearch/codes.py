@@ -35,6 +35,7 @@ __all__ = [
     "Overlap",
     "WorkloadKind",
     "ServingPhase",
+    "SpeculativeScheme",
     "Equations",
     "Status",
     "RunStatus",
@@ -279,6 +280,14 @@ class ServingPhase(_Coded):
 
     PREFILL = 0
     DECODE = 1
+
+
+class SpeculativeScheme(_Coded):
+    """How a speculative-decoding step proposes tokens (``speculative.scheme``): one draft
+    sequence of K tokens, or a binary tree of depth K (2^K tree tokens verified at once)."""
+
+    SEQUENCE = 0
+    TREE = 1
 
 
 class Equations(_Coded):

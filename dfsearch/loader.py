@@ -69,6 +69,7 @@ from dfsearch.spec import (
     NetworkDim,
     SearchSettings,
     Spec,
+    Speculative,
     System,
     Training,
     Workload,
@@ -86,7 +87,7 @@ __all__ = [
     "replace_field",
 ]
 
-_TOP = ("workload", "graph", "system", "cost", "execution", "search", "training")
+_TOP = ("workload", "graph", "system", "cost", "execution", "search", "training", "speculative")
 _GRAPH_MODES = ("generator", "include", "kernels")
 
 
@@ -498,6 +499,8 @@ def _spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         "search": _read_search(r, data.get("search", {})),
         "training": _read_simple(r, Training, data.get("training", {}), "training"),
     }
+    if "speculative" in data:
+        parts["speculative"] = _read_simple(r, Speculative, data["speculative"], "speculative")
     graph = None
     if "graph" in data:
         w, e = parts["workload"], parts["execution"]

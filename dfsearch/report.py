@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dfsearch.codes import MemoryModel, RunStatus, ServingPhase
 from dfsearch.cost.model import Evaluation
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Graph, Spec
 from dfsearch.workloads import model_of
+
+if TYPE_CHECKING:
+    from dfsearch.search.speculative import SpeculativeResult
 
 __all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run"]
 
@@ -50,6 +55,11 @@ def describe_spec(spec: Spec) -> list[str]:
         for d in s.network
     )
     lines = [f"workload  {wl.kind.label.upper()}: " + model_of(wl).describe(wl)]
+    sp = spec.speculative
+    if sp is not None:
+        lines.append(f"          speculative ({sp.scheme.label}): draft hidden {sp.hidden_dim}, "
+                     f"{sp.num_head} heads x {sp.head_dim}, {sp.num_layer} layers; window "
+                     f"K = {sp.window}, acceptance rate {sp.acceptance_rate:g}")  # fmt: skip
     lines += describe_graph(spec.graph)
     lines += [
         f"system    {s.num_chip} chips x {_si(a.peak_gflops * 1e9, 'FLOP/s')} "
@@ -216,4 +226,31 @@ def format_run(result: RunResult, *, title: str = "") -> str:
             + ("; a time limit makes the answer depend on machine speed" if "time" in s.stopped_by else "")
         )
     lines += [f"note      {n}" for n in s.notes]
+    if result.speculative is not None:
+        lines += _speculative_lines(result.speculative)
     return "\n".join(lines)
+
+
+def _speculative_lines(sp: SpeculativeResult) -> list[str]:
+    """The speculative-decoding search: E, the two steps, tokens/s and the speedup over the
+    plain decode above (docs/model.md, "Speculative decoding")."""
+    head = (f"specdec   {sp.scheme}, window K = {sp.window}, acceptance rate {sp.acceptance_rate:g}: "
+            f"E = (1 - p^(K+1)) / (1 - p) = {sp.expected_tokens:.4g} tokens per step "
+            f"({sp.verify_tokens} verified per sequence)")  # fmt: skip
+    proof = "proven optimal over shapes (every sub-search proven)" if sp.optimal else "not proven"
+    if sp.draft is None:
+        return [head, f"          no feasible shape ({sp.shapes} searched; {proof})",
+                *(f"          {n}" for n in sp.notes)]  # fmt: skip
+    return [
+        head,
+        f"          shape {'x'.join(map(str, sp.shape))}"
+        + (f" ({sp.placement})" if sp.placement else "")
+        + f": draft step {format_seconds(sp.draft_ns)}, verify step "
+        f"{format_seconds(sp.verify_ns)}, K x draft + verify = {format_seconds(sp.cycle_ns)}",
+        f"          time per token (K x T_draft + T_verify) / E = "
+        f"{format_seconds(sp.time_per_token_ns)}: {sp.tokens_per_s_replica * sp.dp:,.6g} tokens/s"
+        f" ({sp.tokens_per_s_replica:,.6g} per replica), speedup {sp.speedup:.3g}x over plain "
+        f"TPOT {format_seconds(sp.plain_tpot_ns)}",
+        f"          {sp.shapes} shape(s) searched, {sp.evaluations:,} evaluations; {proof}",
+        *(f"          {n}" for n in sp.notes),
+    ]

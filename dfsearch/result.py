@@ -4,13 +4,16 @@ when nothing is feasible, which constraints bind and by how much."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
+
+if TYPE_CHECKING:
+    from dfsearch.search.speculative import SpeculativeResult
 
 __all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
 
@@ -139,6 +142,8 @@ class RunResult:
     evaluation: Evaluation | None  #: None when no feasible mapping was found
     search: SearchStats
     violations: tuple[Violation, ...] = ()  #: when infeasible: the binding constraints
+    #: with ``[speculative]``: the speculative-decoding search (``search/speculative.py``)
+    speculative: SpeculativeResult | None = None
 
     @property
     def status(self) -> RunStatus:
@@ -193,6 +198,8 @@ class RunResult:
             "notes": list(self.search.notes),
         }
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
+        if self.speculative is not None:
+            out["speculative"] = self.speculative.to_json()
         return out
 
 

@@ -35,6 +35,7 @@ from dfsearch.workloads import (  # re-exported: each kind's module defines its 
     ServingWorkload,
     Workload,
 )
+from dfsearch.workloads.speculative import Speculative  # re-exported
 
 __all__ = [
     "AUTO",
@@ -54,6 +55,7 @@ __all__ = [
     "FFTWorkload",
     "ServingWorkload",
     "Workload",
+    "Speculative",
     "SearchSettings",
     "Spec",
 ]
@@ -305,7 +307,8 @@ class SearchSettings:
 # --------------------------------------------------------------------------- spec
 @dataclass(**_FROZEN)
 class Spec:
-    """Everything one run needs: graph, system, cost, execution, workload, search, training."""
+    """Everything one run needs: graph, system, cost, execution, workload, search, training
+    and, for a speculative-decoding serving run, ``speculative``."""
 
     graph: Graph
     system: System
@@ -314,6 +317,7 @@ class Spec:
     workload: Workload
     search: SearchSettings = SearchSettings()
     training: Training = Training()
+    speculative: Speculative | None = None  #: ``[speculative]`` (llm_serving decode only)
 
     @property
     def num_copy(self) -> int:

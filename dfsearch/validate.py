@@ -40,6 +40,7 @@ from dfsearch.spec import (
     Kernel,
     SearchSettings,
     Spec,
+    Speculative,
     System,
     Training,
     Workload,
@@ -494,6 +495,7 @@ def validate_spec(spec: Spec) -> list[Issue]:
         workload=spec.workload,
         search=spec.search,
         training=spec.training,
+        speculative=spec.speculative,
     )
 
 
@@ -506,6 +508,7 @@ def validate_parts(
     workload: Workload | None = None,
     search: SearchSettings | None = None,
     training: Training | None = None,
+    speculative: Speculative | None = None,
 ) -> list[Issue]:
     """Like :func:`validate_spec`, for the parts that could be built; ``None`` parts are skipped
     together with every rule that needs them. Loaders use it to report parse errors and
@@ -546,6 +549,10 @@ def validate_parts(
                 _check_llm_tiling(s, graph)
     if training is not None:
         _check_training(s, training, graph, workload)
+    if speculative is not None:
+        from dfsearch.workloads.speculative import speculative_issues
+
+        speculative_issues(s, speculative, workload, search)
     if search is not None:
         s.ge("search.time_limit_s", search.time_limit_s)
         s.gt("search.max_evaluations", search.max_evaluations)

@@ -32,6 +32,7 @@ EXPECTED = {
     "llama3_8b_layer.toml",
     "moe_layer.toml",
     "llama3_8b_decode_sn40l.toml",
+    "llama3_405b_specdec_sn40l.toml",
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)

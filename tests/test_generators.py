@@ -569,7 +569,8 @@ def test_registry_names_and_parameters():
         "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
                        "num_kv_head", "gated_ffn"],
         "llm-serving": ["hidden", "num_head", "head_dim", "word", "prompt_len", "decode",
-                        "output_len", "num_kv_head", "ffn_dim", "gated_ffn", "kv_word"],
+                        "output_len", "num_kv_head", "ffn_dim", "gated_ffn", "kv_word",
+                        "tokens"],
         "dlrm": ["mlp_dim", "bottom_num_mlp", "top_num_mlp", "pooled_row", "row", "num_table",
                  "emb_dim", "micro_batch_size", "word"],
         "hpl": ["n", "b", "iteration", "word"],
@@ -591,7 +592,7 @@ def test_registry_names_and_parameters():
     moe_optional = {(g, p, None) for g in ("llm", "llm-fwd") for p in ("num_expert", "top_k")}
     serving_optional = {("llm-serving", p, d) for p, d in (
         ("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0), ("output_len", 1),
-        ("kv_word", None))}  # fmt: skip
+        ("kv_word", None), ("tokens", 1))}  # fmt: skip
     assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
                         | moe_optional | serving_optional)
     with pytest.raises(TypeError):

@@ -646,7 +646,7 @@ def serving_cases(draw) -> tuple[Spec, Decision]:
     """LLM serving steps (docs/model.md, "LLM serving"): a random LLM case turned into an
     inference graph (no backward kernels) of an ``llm_serving`` workload, or a small
     ``llm-serving`` generator graph; random batch, phase, KV heads and words, per-dimension
-    link latencies."""
+    link latencies, and decode steps of several tokens (speculative verification)."""
     from dfsearch.kernels.generators import llm_serving
 
     spec, decision = draw(llm_cases())
@@ -654,8 +654,10 @@ def serving_cases(draw) -> tuple[Spec, Decision]:
               if d.parallelism is PP] + [1])  # fmt: skip
     heads = draw(st.sampled_from([1, 2, 4]))
     hd = draw(st.integers(1, 8))
+    phase = draw(st.sampled_from(list(ServingPhase)))
+    tokens = 1 if phase is ServingPhase.PREFILL else draw(st.sampled_from([1, 1, 3, 5]))
     wl = ServingWorkload(
-        phase=draw(st.sampled_from(list(ServingPhase))), hidden_dim=heads * hd, num_head=heads,
+        phase=phase, tokens_per_step=tokens, hidden_dim=heads * hd, num_head=heads,
         head_dim=hd, num_layer=max(draw(st.integers(1, 8)), pp, spec.workload.num_layer),
         prompt_len=draw(st.integers(1, 64)), output_len=draw(st.integers(1, 64)),
         num_kv_head=draw(st.sampled_from([None, 1, heads])),
@@ -670,7 +672,8 @@ def serving_cases(draw) -> tuple[Spec, Decision]:
         generated = llm_serving(hidden=wl.hidden_dim, num_head=heads, head_dim=hd,
                             word=spec.execution.word_bytes, prompt_len=wl.prompt_len,
                             decode=int(wl.phase), output_len=wl.output_len,
-                            num_kv_head=wl.num_kv_head, kv_word=wl.kv_word_bytes)  # fmt: skip
+                            num_kv_head=wl.num_kv_head, kv_word=wl.kv_word_bytes,
+                            tokens=tokens)  # fmt: skip
     if generated is not None and all(_legal(k) for k in generated.kernels):
         graph = generated
         sharding = tuple(draw(st.sampled_from(_legal(k))) for k in graph.kernels)

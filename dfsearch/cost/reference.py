@@ -1003,13 +1003,14 @@ def _serving_kv_bytes(case: _Case, lps: int) -> float:
 
 
 def _serving_hop(case: _Case) -> float:
-    """One hop between pipeline stages: B x (prompt_len or 1) x hidden x word / TP bytes
+    """One hop between pipeline stages: B x (prompt_len, or tokens_per_step: 1 in plain
+    decode) x hidden x word / TP bytes
     over one PP link, plus that dimension's link latency (else the accelerator's)."""
     if case.pp_dim < 0:
         return 0.0
     spec = case.spec
     wl, dim = spec.workload, spec.system.network[case.pp_dim]
-    tokens = wl.prompt_len if wl.phase is ServingPhase.PREFILL else 1
+    tokens = wl.prompt_len if wl.phase is ServingPhase.PREFILL else wl.tokens_per_step
     size = case.mbs * tokens * wl.hidden_dim * case.word / case.tp
     latency = dim.link_latency_ns
     if latency is None:

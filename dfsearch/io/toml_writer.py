@@ -194,4 +194,6 @@ def spec_to_toml(spec: Spec, *, header: str = "") -> str:
         _table("search", _lines(spec.search)),
         _table("training", _lines(spec.training)),
     ]
+    if spec.speculative is not None:
+        parts.append(_table("speculative", _lines(spec.speculative), keep_empty=True))
     return _comment(header) + "\n\n".join(p for p in parts if p) + "\n"

@@ -821,30 +821,31 @@ def _decode_edges(gated: bool) -> list[_Edge]:
     ]
 
 
-def _decode_rows(x: _Layer, L: int) -> list[_Row]:
-    """Kernels of one decode step (N = 1 token) attending over ``L`` cached positions."""
+def _decode_rows(x: _Layer, L: int, t: int = 1) -> list[_Row]:
+    """Kernels of one decode step of ``t`` new tokens (N = t; 1 = plain decode, > 1 = a
+    speculative verification step) attending over ``L`` cached positions."""
     h, a, g, d, f, w = x.h, x.a, x.g, x.d, x.f, x.w
-    hw, kvw, kvl, la, fw = h * w, g * d * w, g * d * L * w, L * a * w, f * w
+    hw, kvw, kvl, la, fw = h * w * t, g * d * w * t, g * d * L * w, L * a * w * t, f * w * t
     wt, kvwt = h * h * w, h * g * d * w
     return [
-        ("Add_Prev_Layer", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
-        ("LayerNorm_1", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
-        ("Q", _SYS, _GW, (a, d, h, 1), hw, wt, hw),
-        ("K", _SYS, _GW, (g, d, h, 1), hw, kvwt, kvw),
-        ("V", _SYS, _GW, (g, d, h, 1), hw, kvwt, kvw),
+        ("Add_Prev_Layer", _SIMD, _EW1, (1, h, 1, t), hw, None, hw),
+        ("LayerNorm_1", _SIMD, _EW1, (1, h, 1, t), hw, None, hw),
+        ("Q", _SYS, _GW, (a, d, h, t), hw, wt, hw),
+        ("K", _SYS, _GW, (g, d, h, t), hw, kvwt, kvw),
+        ("V", _SYS, _GW, (g, d, h, t), hw, kvwt, kvw),
         ("K_cache", _SYS, _EW1, (g, d, 1, L), kvw, None, kvl),
         ("V_cache", _SYS, _EW1, (g, d, 1, L), kvw, None, kvl),
-        ("MHA_GEMM_1", _SYS, _GII, (a, 1, d, L), hw, kvl, la),
-        ("SOFTMAX", _SIMD, _EW1, (a, 1, 1, L), la, None, la),
-        ("DropOut_1", _SIMD, _EW1, (a, 1, 1, L), la, None, la),
-        ("MHA_GEMM_2", _SYS, _GII, (a, d, L, 1), kvl, la, hw),
-        ("PROJ_GEMM", _SYS, _GW, (1, h, h, 1), hw, wt, hw),
-        ("DropOut_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
-        ("Add_1", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw),
-        ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
-        *_ffn_fwd_rows(h, f, 1, hw, fw, f * h * w, x.gated),
-        ("DropOut_3", _SIMD, _EW1, (1, h, 1, 1), hw, None, hw),
-        ("Add_2", _SIMD, _EW2, (1, h, 1, 1), hw, hw, hw),
+        ("MHA_GEMM_1", _SYS, _GII, (a, t, d, L), hw, kvl, la),
+        ("SOFTMAX", _SIMD, _EW1, (a, t, 1, L), la, None, la),
+        ("DropOut_1", _SIMD, _EW1, (a, t, 1, L), la, None, la),
+        ("MHA_GEMM_2", _SYS, _GII, (a, d, L, t), kvl, la, hw),
+        ("PROJ_GEMM", _SYS, _GW, (1, h, h, t), hw, wt, hw),
+        ("DropOut_2", _SIMD, _EW1, (1, h, 1, t), hw, None, hw),
+        ("Add_1", _SIMD, _EW2, (1, h, 1, t), hw, hw, hw),
+        ("LayerNorm_2", _SIMD, _EW1, (1, h, 1, t), hw, None, hw),
+        *_ffn_fwd_rows(h, f, t, hw, fw, f * h * w, x.gated),
+        ("DropOut_3", _SIMD, _EW1, (1, h, 1, t), hw, None, hw),
+        ("Add_2", _SIMD, _EW2, (1, h, 1, t), hw, hw, hw),
     ]
 
 
@@ -917,7 +918,7 @@ def serving_context(prompt_len: int, output_len: int) -> int:
 def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_len: int,
                 decode: int, output_len: int = 1, num_kv_head: int | None = None,
                 ffn_dim: int | None = None, gated_ffn: int = 0,
-                kv_word: int | None = None) -> Graph:
+                kv_word: int | None = None, tokens: int = 1) -> Graph:
     """One transformer layer of an LLM serving step for ONE sequence (docs/model.md,
     "LLM serving"); the batch and the tensor parallelism are applied at lowering, never here.
 
@@ -926,7 +927,10 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     token attending over L = :func:`serving_context` tokens (20 kernels, 21 gated; the
     KV-cache edges are ``zero_out``). Every weight GEMM carries ``memory_bytes`` = its full
     weight bytes (weights are read from DRAM at every step); in decode, K_cache and V_cache
-    carry the KV bytes one step reads, L x g x head_dim x ``kv_word`` each.
+    carry the KV bytes one step reads, L x g x head_dim x ``kv_word`` each. ``tokens = t >
+    1`` (decode): a speculative verification step, t new tokens per sequence (every
+    activation and attention score x t; the weights and the KV cache read once) attending
+    over L + t - 1 positions (docs/model.md, "Speculative decoding").
 
     Parameters
     ----------
@@ -942,6 +946,8 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
         Tokens generated (decode: sets the mean context L).
     kv_word : int, optional
         Bytes per element of the KV cache (default ``word``).
+    tokens : int, default 1
+        Decode: new tokens per sequence in the step (1: plain decode).
 
     Returns
     -------
@@ -959,19 +965,20 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, word=word,
                   prompt_len=prompt_len, decode=decode, output_len=output_len,
-                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn, kv_word=kv_word)
+                  num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn, kv_word=kv_word,
+                  tokens=tokens)
     x = _layer("llm-serving", params, 1 if decode else prompt_len)
     if not decode:
         rows = _llm_fwd_rows(x)
         edges, zero = _llm_fwd_edges(x.gated), frozenset()
     else:
-        ctx = serving_context(prompt_len, output_len)
-        rows = _kv_word_rows(_decode_rows(x, ctx), x.g * x.d * ctx * (kv_word or word))
+        ctx = serving_context(prompt_len, output_len) + tokens - 1
+        rows = _kv_word_rows(_decode_rows(x, ctx, tokens), x.g * x.d * ctx * (kv_word or word))
         edges, zero = _decode_edges(x.gated), frozenset(_DECODE_KV_EDGES)
     memory = {name: float(second or 0.0) for name, _, kind, _, _, second, _ in rows
               if kind is _GW}  # fmt: skip
     if decode:
-        kv = x.g * x.d * serving_context(prompt_len, output_len) * (kv_word or word)
+        kv = x.g * x.d * (serving_context(prompt_len, output_len) + tokens - 1) * (kv_word or word)
         memory |= {"K_cache": float(kv), "V_cache": float(kv)}
     kernels = tuple(_row_kernels(rows, _F, 1, Dim.N, memory))
     return Graph(kernels=kernels, connections=_connect_names(kernels, edges, zero))
@@ -1219,6 +1226,8 @@ GENERATORS: Mapping[str, Generator] = MappingProxyType({
         _GATED,
         _p("kv_word", "bytes per element of the KV cache; if not given: word", None,
            required=False),
+        _p("tokens", "decode: new tokens per sequence per step (> 1: a speculative "
+                     "verification step)", 1, required=False),
     ), "one transformer layer of an LLM serving step for one sequence, weights and KV "
        "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated)"),
     "dlrm": Generator("dlrm", dlrm, (

@@ -156,6 +156,7 @@ def search(
     time_limit_s: float | None = None,
     max_evaluations: int | None = None,
     progress: Progress | None = None,
+    pinned: tuple[tuple[int, ...], Placement | None] | None = None,
 ) -> RunResult:
     """Find the best mapping of ``spec`` (see module docstring).
 
@@ -164,7 +165,9 @@ def search(
     ``time_limit_s`` (default: the spec's ``search.time_limit_s``; 0 or None = none) is a
     safety stop measured after the evaluator is compiled; ``max_evaluations`` (default: the
     spec's ``search.max_evaluations``) is the work budget. Ctrl-C stops the search and
-    returns the best mapping found so far (``RunStatus.INTERRUPTED``).
+    returns the best mapping found so far (``RunStatus.INTERRUPTED``). ``pinned`` = (shape,
+    placement) searches only the outer choices on that network shape and placement (the
+    speculative-decoding search solves its two steps on one shape: ``search/speculative.py``).
 
     Returns
     -------
@@ -194,7 +197,7 @@ def search(
     total = 0
     with _ctrl_c_sets_flag(control):
         try:
-            space = OuterSpace(tuple(_pair_space(spec)), tuple(_config_counts(spec)),
+            space = OuterSpace(tuple(_pair_space(spec, pinned)), tuple(_config_counts(spec)),
                                bound_limit=BOUND_LIMIT, trials=OPTUNA_TRIALS)  # fmt: skip
             total = space.total
             method = outer.explore(st, space, progress)
@@ -225,13 +228,16 @@ def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- outer space
-def _pair_space(spec: Spec) -> list[tuple[tuple[int, ...], int, int, Placement | None]]:
+def _pair_space(
+    spec: Spec, pinned: tuple[tuple[int, ...], Placement | None] | None = None
+) -> list[tuple[tuple[int, ...], int, int, Placement | None]]:
     """Every (shape, tile count, micro-batch size, placement) of the spec, shapes outermost,
     then placements (``outer.placements``: the spec's fixed roles alone when it fixes
-    every dimension's parallelism)."""
+    every dimension's parallelism); only those of the ``pinned`` (shape, placement) if given."""
     tiles = outer_mod.tile_counts(spec)
     return [
         (s, t, m, pl) for s in outer_mod.shapes(spec) for pl in outer_mod.placements(spec, s)
+        if pinned is None or (s, pl) == pinned
         for t in tiles for m in outer_mod.micro_batch_sizes(spec, s, pl)
     ]  # fmt: skip
 

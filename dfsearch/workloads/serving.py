@@ -78,6 +78,8 @@ class ServingWorkload:
     ffn_dim: int | None = None  #: None: 4 x hidden_dim
     gated_ffn: int = 0  #: 1: SwiGLU FFN
     kv_word_bytes: int | None = None  #: None: execution.word_bytes
+    #: decode: new tokens per sequence per step (> 1: a speculative verification step)
+    tokens_per_step: int = 1
     kind: WorkloadKind = field(default=WorkloadKind.LLM_SERVING, init=False)
 
     @property
@@ -87,8 +89,9 @@ class ServingWorkload:
 
     @property
     def step_tokens(self) -> int:
-        """s_step: tokens each sequence processes in one step (prompt_len or 1)."""
-        return self.prompt_len if self.phase is ServingPhase.PREFILL else 1
+        """s_step: tokens each sequence processes in one step (prompt_len, or
+        tokens_per_step: 1 in plain decode)."""
+        return self.prompt_len if self.phase is ServingPhase.PREFILL else self.tokens_per_step
 
 
 def kv_heads_per_chip(kv_heads: int, batch: int, tp: int) -> int:
@@ -118,10 +121,12 @@ class Serving(WorkloadModel):
         "batch_size": (1, _P24, "sequences"),
         "max_batch_size": (1, _P24, "sequences"),
         "gated_ffn": (0, 1, ""),
+        "tokens_per_step": (1, _P24, "tokens"),
     })
     generators = ("llm-serving",)
     generator_fields = MappingProxyType(
-        {"hidden": "hidden_dim", "decode": "phase", "kv_word": "kv_word_bytes"}
+        {"hidden": "hidden_dim", "decode": "phase", "kv_word": "kv_word_bytes",
+         "tokens": "tokens_per_step"}
     )
     shards_across_chips = True
     tiled = True
@@ -262,6 +267,10 @@ class Serving(WorkloadModel):
             sink.add("workload.num_kv_head",
                      f"must divide workload.num_head = {w.num_head}: each key/value head serves "
                      f"the same number of query heads. Got {g} instead.")  # fmt: skip
+        if w.phase is ServingPhase.PREFILL and w.tokens_per_step != 1:
+            sink.add("workload.tokens_per_step",
+                     "must be 1 for a prefill (the prefill processes prompt_len tokens). "
+                     f"Got {w.tokens_per_step} instead.")  # fmt: skip
         if w.batch_size > w.max_batch_size >= 1:
             sink.add("workload.batch_size",
                      f"must be <= workload.max_batch_size = {w.max_batch_size}. "
@@ -292,6 +301,8 @@ class Serving(WorkloadModel):
         kv = f" ({w.num_kv_head} KV heads)" if w.num_kv_head else ""
         ffn = f", ffn {w.ffn_dim or 4 * w.hidden_dim}" + (" gated" if w.gated_ffn else "")
         batch = f"batch {w.batch_size}" if w.batch_size else f"batch searched up to {w.max_batch_size}"
+        if w.tokens_per_step > 1:
+            batch += f", {w.tokens_per_step} tokens per step"
         return (f"{w.phase.label}, hidden {w.hidden_dim}, {w.num_head} heads x {w.head_dim}{kv}"
                 f"{ffn}, {w.num_layer} layers, prompt {w.prompt_len}, output {w.output_len}, "
                 f"{batch}")  # fmt: skip
