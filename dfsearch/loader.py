@@ -772,6 +772,12 @@ def _read_generator(
             f"Got {name!r} instead.",
         )
         return None
+    in_graph = getattr(workload, "num_layer_in_graph", None)
+    if "layers" in params and in_graph is not None and params["layers"] != in_graph:
+        r.add("graph.layers", f"must equal workload.num_layer_in_graph = {in_graph} (set "
+                              f"workload.num_layer_in_graph = {params['layers']}; graph.layers "
+                              f"then defaults to it). Got {params['layers']} instead.")
+        good = False
     for p in names:
         if p in params:
             continue

@@ -563,9 +563,9 @@ def test_direct_calls_validate_too():
 def test_registry_names_and_parameters():
     expected = {
         "llm": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                "gated_ffn", "num_expert", "top_k"],
+                "gated_ffn", "num_expert", "top_k", "layers"],
         "llm-fwd": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                    "gated_ffn", "num_expert", "top_k"],
+                    "gated_ffn", "num_expert", "top_k", "layers"],
         "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
                        "num_kv_head", "gated_ffn"],
         "llm-serving": ["hidden", "num_head", "head_dim", "word", "prompt_len", "decode",
@@ -594,7 +594,8 @@ def test_registry_names_and_parameters():
         ("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0), ("output_len", 1),
         ("kv_word", None), ("tokens", 1))}  # fmt: skip
     assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
-                        | moe_optional | serving_optional)
+                        | moe_optional | serving_optional
+                        | {("llm", "layers", 1), ("llm-fwd", "layers", 1)})
     with pytest.raises(TypeError):
         GENERATORS["x"] = GENERATORS["llm"]  # read-only
 

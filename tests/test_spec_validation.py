@@ -440,9 +440,14 @@ RULES = [
     ("micro-batch-ge-0", "llm", part("workload", micro_batch_size=-1),
      "workload.micro_batch_size must be >= 0. Got -1 instead."),
     ("tile-size-ge-0", "llm", part("workload", tile_size=-1), "workload.tile_size must be >= 0. Got -1 instead."),
-    ("one-layer-in-graph", "llm", part("workload", num_layer_in_graph=2),
-     "workload.num_layer_in_graph must be 1: a graph holding several layers is not supported. "
-     "Got 2 instead."),
+    ("layers-in-graph-divide", "llm", part("workload", num_layer_in_graph=3),
+     "workload.num_layer_in_graph must divide workload.num_layer = 2: one graph execution runs "
+     "num_layer_in_graph consecutive layers (docs/model.md, \"Several layers in one graph\"). "
+     "Got 3 instead."),
+    ("pp-le-graph-executions", "llm", part("workload", num_layer_in_graph=2),
+     "system.network[1].size must be <= workload.num_layer / workload.num_layer_in_graph = "
+     "2 / 2 = 1: it is the pipeline (pp) size, and every pipeline stage holds at least one "
+     "graph execution. Got 2 instead."),
     ("dlrm-fields-ge-1", "dlrm", part("workload", emb_dim=0), "workload.emb_dim must be >= 1. Got 0 instead."),
     ("hpl-fields-ge-1", "hpl", part("workload", b=0), "workload.b must be >= 1. Got 0 instead."),
     ("fft-fields-ge-1", "fft", part("workload", length=0), "workload.length must be >= 1. Got 0 instead."),

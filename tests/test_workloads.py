@@ -59,8 +59,8 @@ def test_spec_reexports_the_workload_dataclasses():
 
 
 def test_field_ranges_are_the_documented_ranges():
-    """Every integer field of a workload has a range (num_layer_in_graph must be 1), the
-    kinds agree on shared fields, and validate.RANGES holds exactly these."""
+    """Every integer field of a workload has a range (num_layer_in_graph: it divides
+    num_layer), the kinds agree on shared fields, and validate.RANGES holds exactly these."""
     seen: dict[str, tuple] = {}
     for model in WORKLOADS.values():
         ints = {

@@ -231,7 +231,8 @@ def _pipeline(b: Batch, quirks: Quirks) -> tuple[float, float]:
     With one run per batch (global batch, micro-batch, DP, PP, layers all 1) both are 1.
     """
     nmb, lps, pp = b.num_micro_batch, b.layers_per_stage, b.pp
-    ccc = lps - 1 if lps >= 2 else 1
+    model_lps = lps * b.layers_in_graph  # the quirk's bubble counts model layers
+    ccc = model_lps - 1 if model_lps >= 2 else 1
     if quirks.bubble_over_layers_per_stage:
         pf = 1.0 + (pp - 1) / (max(nmb, 1) * ccc)
     else:

@@ -158,6 +158,9 @@ def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
     return issues
 
 
+#: Most layers one generated graph holds (``graph.layers``).
+MAX_LAYERS = 1024
+
 #: Upper bound of every generator parameter (sizes stay far below 2^63 in any product the
 #: model forms; see dfsearch.validate.RANGES) and of the number of kernels a generator makes.
 MAX_PARAM = 2**40
@@ -250,6 +253,9 @@ def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]
         issues += _issues_heads(v["hidden"], v["num_head"], v["head_dim"], path)
         issues += _issues_kv_heads(v["num_head"], v.get("num_kv_head"), path)  # type: ignore[arg-type]
         issues += _issues_moe(v.get("num_expert"), v.get("top_k"), path)  # type: ignore[arg-type]
+        if v.get("layers", 1) > MAX_LAYERS:  # type: ignore[operator]
+            issues.append(Issue(f"{path}.layers", f"must be <= {MAX_LAYERS} (layers in one "
+                                                  f"graph). Got {v['layers']} instead."))
     elif name == "hpl":
         issues += _issues_hpl(v["n"], v["b"], v.get("iteration"), path)
         it = v.get("iteration") or v["n"] // v["b"]  # type: ignore[operator]
@@ -726,7 +732,7 @@ def _layer(name: str, params: dict[str, int | None], seq: int) -> _Layer:
 def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
                num_kv_head: int | None = None, ffn_dim: int | None = None,
                gated_ffn: int = 0, num_expert: int | None = None,
-               top_k: int | None = None) -> Graph:
+               top_k: int | None = None, layers: int = 1) -> Graph:
     """One transformer layer, forward and backward, one sequence.
 
     With the defaults, DFModel's layer: 41 kernels (18 forward, 17 backward, 6
@@ -761,6 +767,9 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
         weights, a combine all-to-all and the gated sum of each token's k rows.
     top_k : int, optional
         k experts per token, 1 <= k <= E (default min(2, E)); only with ``num_expert``.
+    layers : int, default 1
+        N > 1: N such layers chained in one graph (:func:`_stack`; docs/model.md, "Several
+        layers in one graph"), every kernel name suffixed ``_L{i}``, i = 1..N.
 
     Returns
     -------
@@ -775,20 +784,23 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
                   num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
-                  num_expert=num_expert, top_k=top_k)
+                  num_expert=num_expert, top_k=top_k, layers=layers)
     x = _layer("llm", params, seq)
     kernels = _llm_kernels(x)
     edges = _llm_fwd_edges(x.gated, x.e > 0) + _llm_bwd_edges(x.gated, x.e > 0)
-    return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
+    if layers == 1:
+        return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
+    return _stack(kernels, edges, layers, training=True)
 
 
 def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
             num_kv_head: int | None = None, ffn_dim: int | None = None,
             gated_ffn: int = 0, num_expert: int | None = None,
-            top_k: int | None = None) -> Graph:
+            top_k: int | None = None, layers: int = 1) -> Graph:
     """The forward half of :func:`llm_fwdbwd`: its forward kernels and the connections among
     them (18 and 21 with the defaults, 19 and 23 with ``gated_ffn = 1``; with
-    ``num_expert``, 23 and 28, gated 24 and 30).
+    ``num_expert``, 23 and 28, gated 24 and 30). ``layers = N`` chains N forward layers
+    (:func:`_stack`).
 
     Raises
     ------
@@ -797,12 +809,37 @@ def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
                   num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
-                  num_expert=num_expert, top_k=top_k)
+                  num_expert=num_expert, top_k=top_k, layers=layers)
     x = _layer("llm-fwd", params, seq)
     kernels = tuple(_moe_marks(
         _row_kernels(_llm_fwd_rows(x), _F, 1, Dim.N, saved=_llm_saved_bytes(x)), x))
     edges = _llm_fwd_edges(x.gated, x.e > 0)
-    return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
+    if layers == 1:
+        return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
+    return _stack(kernels, edges, layers, training=False)
+
+
+def _stack(layer: tuple[Kernel, ...], edges: list[_Edge], n: int, *,
+           training: bool) -> Graph:
+    """N copies of one layer's kernels and connections in one graph (docs/model.md, "Several
+    layers in one graph"); copy i's names end in ``_L{i}``.
+
+    Forward: layer i's ``Add_2`` feeds layer i + 1's ``Add_Prev_Layer``. ``training``: the
+    kernels run forward L1..LN, then the backward and weight-gradient kernels of LN down to
+    L1, and layer i + 1's last data gradient (``K_bwd``, which ends its gradient chain) feeds
+    layer i's ``Loss_bwd``. Connections: each layer's own in layer order, then the links.
+    """
+    fwd = [k for k in layer if k.phase is not _B]
+    bwd = [k for k in layer if k.phase is _B]
+    order = [(i, k) for i in range(1, n + 1) for k in fwd]
+    order += [(i, k) for i in range(n, 0, -1) for k in bwd]
+    kernels = tuple(replace(k, id=j, name=f"{k.name}_L{i}")
+                    for j, (i, k) in enumerate(order, start=1))
+    named = [(f"{s}_L{i}", f"{d}_L{i}") for i in range(1, n + 1) for s, d in edges]
+    named += [(f"Add_2_L{i}", f"Add_Prev_Layer_L{i + 1}") for i in range(1, n)]
+    if training:
+        named += [(f"K_bwd_L{i + 1}", f"Loss_bwd_L{i}") for i in range(1, n)]
+    return Graph(kernels=kernels, connections=_connect_names(kernels, named))
 
 
 #: Decode connections (DFModel's order) around the FFN; the KV-cache edges are ``zero_out``.
@@ -1198,6 +1235,8 @@ _LLM_PARAMS = (
                      "of width ffn_dim); if not given: a dense FFN", None, required=False),
     _p("top_k", f"experts per token k, <= num_expert; if not given: min({DEFAULT_TOP_K}, "
                 "num_expert)", None, required=False),
+    _p("layers", "N layers chained in one graph (kernel names suffixed _L1.._LN; must equal "
+                 "workload.num_layer_in_graph, its default)", 1, required=False),
 )
 
 #: name -> generator; read-only.

@@ -59,13 +59,15 @@ def _ceil_div(a: int, b: int) -> int:
 class Batch:
     """How one global batch is executed: ``global_batch`` samples in micro-batches of
     ``micro_batch``, ``dp`` data-parallel replicas, ``pp`` pipeline stages over ``layers``
-    layers (each graph execution is one layer of one micro-batch)."""
+    graph executions per micro-batch (each runs the graph once: one layer, or an LLM's
+    ``num_layer_in_graph`` consecutive layers; ``layers_per_stage`` counts executions)."""
 
     global_batch: int
     micro_batch: int
     dp: int
     pp: int
     layers: int
+    layers_in_graph: int = 1  #: model layers one graph execution runs
 
     @property
     def num_micro_batch(self) -> int:

@@ -72,7 +72,8 @@ class LLM(WorkloadModel):
         "tile_size": (1, 2**30, "tokens"),
     })
     generators = ("llm", "llm-fwd", "llm-decode")
-    generator_fields = MappingProxyType({"hidden": "hidden_dim", "seq": "seq_len"})
+    generator_fields = MappingProxyType(
+        {"hidden": "hidden_dim", "seq": "seq_len", "layers": "num_layer_in_graph"})
     shards_across_chips = True
     tiled = True
     counts_training_memory = True
@@ -85,11 +86,11 @@ class LLM(WorkloadModel):
     def admits_shape(
         self, spec: Spec, shape: tuple[int, ...], placement: Placement | None = None
     ) -> bool:
-        """Every pipeline stage holds at least one layer: PP <= num_layer (PP of
-        ``placement``, else of the spec's fixed roles)."""
+        """Every pipeline stage holds at least one graph execution: PP <= num_layer /
+        num_layer_in_graph (PP of ``placement``, else of the spec's fixed roles)."""
         from dfsearch.cost.network import groups
 
-        return groups(spec.system, shape, placement).pp <= spec.workload.num_layer
+        return groups(spec.system, shape, placement).pp <= graph_executions(spec.workload)
 
     def tile_counts(self, spec: Spec) -> list[int]:
         """Every divisor of seq_len; a tile size is a lower bound (tile_size x T >= seq_len,
@@ -178,7 +179,8 @@ class LLM(WorkloadModel):
         wl = spec.workload
         return Batch(
             global_batch=wl.global_batch_size, micro_batch=outer.micro_batch_size,
-            dp=groups.dp, pp=groups.pp, layers=wl.num_layer,
+            dp=groups.dp, pp=groups.pp, layers=graph_executions(wl),
+            layers_in_graph=_layers_in_graph(wl),
         )  # fmt: skip
 
     def network(self, ctx: Lowering) -> NetworkTerms:
@@ -205,7 +207,7 @@ class LLM(WorkloadModel):
         word = ctx.word
         wl = spec.workload
         p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if spec.graph.is_training else 0.0)
-        p2p *= ctx.batch.layers
+        p2p *= wl.num_layer  # per model layer, however many layers one graph holds
         if ctx.batch.pp == 1 and not ctx.quirks.p2p_without_pipeline:
             p2p = 0.0  # PP = 1 is no pipeline: nothing is sent (DFModel: Quirks.dfmodel())
         return NetworkTerms(
@@ -249,11 +251,12 @@ class LLM(WorkloadModel):
             )
         if w.num_layer_in_graph < 1:
             sink.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
-        elif w.num_layer_in_graph != 1:
+        elif w.num_layer >= 1 and w.num_layer % w.num_layer_in_graph:
             sink.add(
                 "workload.num_layer_in_graph",
-                "must be 1: a graph holding several layers is not supported. "
-                f"Got {w.num_layer_in_graph} instead.",
+                f"must divide workload.num_layer = {w.num_layer}: one graph execution runs "
+                f"num_layer_in_graph consecutive layers (docs/model.md, \"Several layers in one "
+                f"graph\"). Got {w.num_layer_in_graph} instead.",
             )
 
     def network_issues(self, sink: IssueSink, system: System, workload: LLMWorkload) -> None:
@@ -269,6 +272,17 @@ class LLM(WorkloadModel):
             f"hidden {wl.hidden_dim}, {wl.num_head} heads x {wl.head_dim}, seq {wl.seq_len}, "
             f"{wl.num_layer} layers, global batch {wl.global_batch_size}"
         )
+
+
+def graph_executions(wl: LLMWorkload) -> int:
+    """Graph executions per micro-batch: num_layer / num_layer_in_graph (each runs that many
+    consecutive layers of one pipeline stage; validation makes the division exact). A kind
+    without ``num_layer_in_graph`` (LLM serving) runs one layer per execution."""
+    return max(1, wl.num_layer // max(1, _layers_in_graph(wl)))
+
+
+def _layers_in_graph(wl: LLMWorkload) -> int:
+    return getattr(wl, "num_layer_in_graph", 1)
 
 
 def _fewest_tiles(wl: LLMWorkload) -> int:
@@ -288,6 +302,12 @@ def _check_pipeline_depth(sink: IssueSink, system: System, wl: LLMWorkload) -> N
     size = net[i].size
     free = [j for j, d in enumerate(net) if d.size == 0]
     why = "every pipeline stage holds at least one layer"
+    limit, bound = wl.num_layer, f"workload.num_layer = {wl.num_layer}"
+    if _layers_in_graph(wl) > 1:
+        limit = graph_executions(wl)
+        why = "every pipeline stage holds at least one graph execution"
+        bound = (f"workload.num_layer / workload.num_layer_in_graph = {wl.num_layer} / "
+                 f"{wl.num_layer_in_graph} = {limit}")
     if size == 0 and free == [i]:
         fixed = math.prod(d.size for d in net if d.size > 0)
         if system.num_chip % fixed:
@@ -299,12 +319,12 @@ def _check_pipeline_depth(sink: IssueSink, system: System, wl: LLMWorkload) -> N
             spans = (f"the pp dimension is the only free one, so it spans system.num_chip / "
                      f"(the fixed sizes) = {system.num_chip} / {fixed} = {size} chips")  # fmt: skip
         message = (f"is 0 (searched), but {spans}: the pipeline (pp) size must be <= "
-                   f"workload.num_layer = {wl.num_layer}, since {why}. Got 0 (PP = {size}) "
+                   f"{bound}, since {why}. Got 0 (PP = {size}) "
                    "instead.")  # fmt: skip
     else:
-        message = (f"must be <= workload.num_layer = {wl.num_layer}: it is the pipeline (pp) size, "
+        message = (f"must be <= {bound}: it is the pipeline (pp) size, "
                    f"and {why}. Got {size} instead.")  # fmt: skip
-    if size > wl.num_layer:
+    if size > limit:
         sink.add(f"system.network[{i}].size", message)
 
 
