@@ -1,76 +1,121 @@
-"""How today's search grows with the number of GPT layers in one graph (issue 14, part 1).
+"""How the search grows with the number of GPT layers in one graph (issue 14).
 
-The GPT-3 1.5B example (``examples/gpt3_1.5B_a100x4.toml``: 24 layers, 4 A100-like GPUs, TP 4)
-with N = 1, 2, 3, 4, 6, 8, 12, 24 layers in its graph (``workload.num_layer_in_graph = N``,
-generator ``llm`` with ``layers = N``: 41 N kernels) and ``num_config = 2 N`` (the
-single-layer example's two configurations per layer). Each point is searched once after a
-warm-up (JIT compile or cache load) with a time limit of ``--limit`` seconds; the table gives
-the search's wall time, the final time per batch, its ratio to N = 1, the status and the gap
-to the lower bound the result reports ((final - bound) / bound). It stops after the first
-point that reaches the limit or finds no feasible mapping. No new search algorithm: this measures the existing one.
+Two models, each with N layers in its graph (``workload.num_layer_in_graph = N``, generator
+``llm`` with ``layers = N``: 41 N kernels) and the single-layer example's configurations per
+layer times N:
 
-Usage: ``python benchmarks/multilayer.py [--limit 60] [--layers 1,2,3,4,6,8,12,24]``
+* ``gpt-a100``: the GPT-3 1.5B example (``examples/gpt3_1.5B_a100x4.toml``) made a 48-layer
+  GPT (``num_layer = 48``; 2 configurations per layer), N = 1 .. 48: 41 .. 1,968 kernels.
+  Compute-bound: the lower bound is the total compute.
+* ``gpt3-1t-sn30``: the README case (``examples/gpt3_1T_sn30.toml``, 128 layers, 1024 SN30
+  chips) with its pipeline dimension reshaped to 16 x 8 (TP 8, PP 16, DP 8, so that PP <=
+  128 / N; 6 configurations per layer), N = 1 .. 8. Some configurations are memory-bound,
+  which the bound does not see: its gap is wide although the answer equals the proven
+  single-layer optimum.
+
+Each point is searched once after a warm-up (JIT compile or cache load), without a time
+limit (the work budget of the spec applies). Columns: kernels, wall time of the search, final
+time per batch, its ratio to N = 1 (the same model: 1.0 means every layer kept the single
+layer's optimal mapping, below 1.0 means configurations merged across layer boundaries),
+the status, the lower bound the result states and the gap (final - bound) / bound. Then a
+least-squares fit of log(time) on log(kernels) over the points with at least 100 kernels.
+
+Usage: ``python benchmarks/multilayer.py [--case gpt-a100|gpt3-1t-sn30|all] [--layers 1,2,4]``
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples/gpt3_1.5B_a100x4.toml"
+EXAMPLES = ROOT / "examples"
+
+CASES = {
+    "gpt-a100": (1, 2, 3, 4, 6, 8, 12, 16, 24, 48),
+    "gpt3-1t-sn30": (1, 2, 4, 8),
+}
 
 
-def spec_text(layers: int) -> str:
-    """The example with ``layers`` layers in its graph and two configurations per layer."""
-    text = EXAMPLE.read_text()
-    text = text.replace("num_layer = 24", f"num_layer = 24\nnum_layer_in_graph = {layers}")
-    return text.replace("num_config = 2", f"num_config = {2 * layers}")
+def spec_text(case: str, layers: int) -> str:
+    """The case's TOML with ``layers`` layers in its graph."""
+    if case == "gpt-a100":
+        text = (EXAMPLES / "gpt3_1.5B_a100x4.toml").read_text()
+        text = text.replace("num_layer = 24", f"num_layer = 48\nnum_layer_in_graph = {layers}")
+        return text.replace("num_config = 2", f"num_config = {2 * layers}")
+    text = (EXAMPLES / "gpt3_1T_sn30.toml").read_text()
+    text = text.replace("num_layer = 128 ", f"num_layer = 128\nnum_layer_in_graph = {layers} ")
+    text = text.replace("num_config = 6 ", f"num_config = {6 * layers} ")
+    text = text.replace("size = 128", "size = 16")
+    text = text.replace('parallelism = "pp"', 'parallelism = "pp"\n\n[[system.network]]\n'
+                        'topology = "ring"\nsize = 8\nlink_bw_GBps = 50.0\nparallelism = "dp"')
+    return text.replace("[0.052, 0.052]", "[0.052, 0.052, 0.052]")
 
 
-def measure(layers: int, limit_s: float) -> dict[str, object]:
-    """Search one point; its kernels, wall time, final time, status and gap."""
+def measure(case: str, layers: int) -> dict[str, object]:
+    """Search one point: kernels, wall time, final time, status, bound and gap."""
     from dfsearch import api
     from dfsearch.errors import InfeasibleError
     from dfsearch.loader import load_toml_spec
 
-    spec = load_toml_spec(spec_text(layers), file="multilayer.toml", base_dir=EXAMPLE.parent)
+    spec = load_toml_spec(spec_text(case, layers), file=f"{case}.toml", base_dir=EXAMPLES)
     t0 = time.perf_counter()
     try:
-        result = api.run(spec, time_limit_s=limit_s)
+        result = api.run(spec)
     except InfeasibleError as e:
         result = e.result
     wall = time.perf_counter() - t0
     ev, bound = result.evaluation, result.search.lower_bound_s
-    final = ev.final_s if ev is not None else float("inf")
-    gap = (final - bound) / bound if bound and ev is not None else float("nan")
+    final = ev.final_s if ev is not None else math.inf
+    gap = (final - bound) / bound if bound and ev is not None else math.nan
     return {"layers": layers, "kernels": len(spec.graph.kernels), "wall_s": wall,
-            "final_s": final, "status": result.status.label, "gap": gap}
+            "final_s": final, "status": result.status.label, "bound_s": bound, "gap": gap}
+
+
+def fit(rows: list[dict[str, object]]) -> str:
+    """time = a * kernels^b, least squares in log space over points with >= 100 kernels."""
+    pts = [(math.log(r["kernels"]), math.log(r["wall_s"])) for r in rows  # type: ignore[arg-type]
+           if r["kernels"] >= 100 and r["wall_s"] > 0]  # type: ignore[operator]
+    if len(pts) < 2:
+        return "fit: fewer than two points with >= 100 kernels"
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    b = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    a = math.exp(my - b * mx)
+    return f"fit: search s ~= {a:.3g} x kernels^{b:.2f} ({len(pts)} points, >= 100 kernels)"
+
+
+def run_case(case: str, counts: tuple[int, ...]) -> None:
+    print(f"\n{case}")
+    print(f"{'layers':>6} {'kernels':>7} {'search s':>9} {'final s':>12} {'vs N=1':>8} "
+          f"{'status':>20} {'bound s':>12} {'gap':>8}")
+    rows, first = [], None
+    for n in counts:
+        row = measure(case, n)
+        rows.append(row)
+        found = row["final_s"] < math.inf  # type: ignore[operator]
+        first = first or (row["final_s"] if found else None)
+        final = f"{row['final_s']:>12.6g}" if found else f"{'none':>12}"
+        ratio = f"{row['final_s'] / first:>8.5f}" if found and first else f"{'-':>8}"
+        gap = f"{row['gap']:>8.2%}" if found else f"{'-':>8}"
+        print(f"{n:>6} {row['kernels']:>7} {row['wall_s']:>9.2f} {final} {ratio} "
+              f"{row['status']:>20} {row['bound_s']:>12.6g} {gap}", flush=True)
+    print(fit(rows))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", type=float, default=60.0, help="seconds per point")
-    ap.add_argument("--layers", default="1,2,3,4,6,8,12,24",
-                    help="comma-separated layer counts (each must divide 24)")
+    ap.add_argument("--case", default="all", choices=[*CASES, "all"])
+    ap.add_argument("--layers", default="", help="comma-separated layer counts (default: the "
+                    "case's own list)")
     args = ap.parse_args()
-    counts = [int(x) for x in args.layers.split(",")]
-    measure(1, args.limit)  # warm-up: JIT compile or cache load
-    print(f"{'layers':>6} {'kernels':>7} {'search s':>9} {'final s':>12} {'vs N=1':>8} "
-          f"{'status':>22} {'gap':>9}")
-    first = None
-    for n in counts:
-        row = measure(n, args.limit)
-        first = first or row["final_s"]
-        found = row["final_s"] < float("inf")
-        final = f"{row['final_s']:>12.6g}" if found else f"{'none':>12}"
-        ratio = f"{row['final_s'] / first:>8.4f}" if found else f"{'-':>8}"
-        gap = f"{row['gap']:>9.2%}" if found else f"{'-':>9}"
-        print(f"{n:>6} {row['kernels']:>7} {row['wall_s']:>9.2f} {final} {ratio} "
-              f"{row['status']:>22} {gap}", flush=True)
-        if row["wall_s"] >= args.limit or not found:
-            break
+    cases = list(CASES) if args.case == "all" else [args.case]
+    for case in cases:
+        counts = tuple(int(x) for x in args.layers.split(",")) if args.layers else CASES[case]
+        measure(case, 1)  # warm-up: JIT compile or cache load
+        run_case(case, counts)
 
 
 if __name__ == "__main__":

@@ -750,12 +750,14 @@ def _read_generator(
         r.add("graph.generator", f"must be one of {quote_list(GENERATORS)}. Got {name!r} instead.")
         return None
     names = _generator_params(GENERATORS[name])
+    bools = {p.name for p in GENERATORS[name].params if p.type is bool}
     params: dict[str, int] = {}
     good = r.keys(table, "graph", ["generator", *names, "connections"])
     for key, v in table.items():
         if key == "generator" or key not in names:
             continue
-        ok, val = r.integer(v, f"graph.{key}")
+        read = r.boolean if key in bools else r.integer
+        ok, val = read(v, f"graph.{key}")
         good &= ok
         if ok:
             params[key] = val
@@ -778,6 +780,7 @@ def _read_generator(
                               f"workload.num_layer_in_graph = {params['layers']}; graph.layers "
                               f"then defaults to it). Got {params['layers']} instead.")
         good = False
+    good &= _ends_fit(r, params, workload)
     for p in names:
         if p in params:
             continue
@@ -794,6 +797,34 @@ def _read_generator(
     except SpecError as e:
         r.issues.extend(e.issues)
         return None
+
+
+def _ends_fit(r: _Reader, params: Mapping[str, Any], workload: Workload) -> bool:
+    """``graph.embedding`` / ``graph.lm_head``: a vocabulary, and a graph that holds the whole
+    model (docs/model.md, "Embedding and LM head")."""
+    asked = [k for k in ("embedding", "lm_head") if params.get(k)]
+    if not asked:
+        return True
+    ok = True
+    if "vocab_size" not in params and getattr(workload, "vocab_size", None) is None:
+        r.add("workload.vocab_size", f"is required when {' and '.join(f'graph.{k}' for k in asked)}"
+                                     f" = true (the embedding table and the LM head are vocab_size"
+                                     f" x hidden_dim): expected an integer > 0. Got none instead.")
+        ok = False
+    num_layer = getattr(workload, "num_layer", None)
+    in_graph = getattr(workload, "num_layer_in_graph", 1)
+    if num_layer is not None and in_graph != num_layer:
+        for k in asked:
+            r.add(f"graph.{k}", f"is only allowed when the graph holds the whole model "
+                                f"(workload.num_layer_in_graph = workload.num_layer = {num_layer}: "
+                                f"one graph execution, PP = 1): the embedding runs once before "
+                                f"layer 1 and the head once after the last layer, not in each of "
+                                f"the num_layer / num_layer_in_graph graph executions; pipeline "
+                                f"stages of different layers are not supported (docs/model.md, "
+                                f"\"Embedding and LM head\"). Got true with "
+                                f"workload.num_layer_in_graph = {in_graph}.")
+        ok = False
+    return ok
 
 
 # --------------------------------------------------------------------------- graph files

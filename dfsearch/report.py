@@ -194,6 +194,18 @@ def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
     ]
 
 
+def _sharding_fixed(result: RunResult) -> bool:
+    """True when the proof covers one inter-chip sharding per outer choice (the byte-minimal
+    one of the sharding pass, docs/model.md) rather than every sharding: an LLM graph with
+    free kernels, TP > 1 and joint sharding off."""
+    spec, ev = result.spec, result.evaluation
+    if ev is None or ev.tp <= 1 or spec.search.joint_sharding:
+        return False
+    if not model_of(spec.workload).searches_sharding(spec.execution):
+        return False
+    return any(k.sharding is None for k in spec.graph.kernels)
+
+
 def format_run(result: RunResult, *, title: str = "") -> str:
     """The report of a run: spec, mapping, times, and what the search can certify."""
     s = result.search
@@ -201,6 +213,8 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     lb = s.lower_bound_s
     if s.status is RunStatus.OPTIMAL:
         verdict = "proven optimal (a lower bound meets it)"
+        if _sharding_fixed(result):
+            verdict += "; inter-chip sharding byte-minimal per outer choice, as in DFModel"
     elif ev is not None and lb is not None and lb > 0:
         gap = ev.final_s / lb - 1
         verdict = f"{s.status.message}; lower bound {lb:.6g} s (gap <= {gap:.3%})"

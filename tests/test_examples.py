@@ -33,6 +33,7 @@ EXPECTED = {
     "moe_layer.toml",
     "llama3_8b_decode_sn40l.toml",
     "llama3_405b_specdec_sn40l.toml",
+    "gpt_whole_model.toml",
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)

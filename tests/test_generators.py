@@ -563,9 +563,11 @@ def test_direct_calls_validate_too():
 def test_registry_names_and_parameters():
     expected = {
         "llm": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                "gated_ffn", "num_expert", "top_k", "layers"],
+                "gated_ffn", "num_expert", "top_k", "layers", "vocab_size", "embedding",
+                "lm_head"],
         "llm-fwd": ["hidden", "num_head", "head_dim", "seq", "word", "num_kv_head", "ffn_dim",
-                    "gated_ffn", "num_expert", "top_k", "layers"],
+                    "gated_ffn", "num_expert", "top_k", "layers", "vocab_size", "embedding",
+                    "lm_head"],
         "llm-decode": ["hidden", "num_head", "head_dim", "word", "seq_window", "tp", "mlp_dim",
                        "num_kv_head", "gated_ffn"],
         "llm-serving": ["hidden", "num_head", "head_dim", "word", "prompt_len", "decode",
@@ -580,7 +582,9 @@ def test_registry_names_and_parameters():
     for name, gen in GENERATORS.items():
         assert isinstance(gen, Generator) and gen.name == name and gen.help
         assert [p.name for p in gen.params] == expected[name]
-        assert all(isinstance(p, GeneratorParam) and p.type is int and p.help for p in gen.params)
+        assert all(isinstance(p, GeneratorParam) and p.help for p in gen.params)
+        assert all(p.type is (bool if p.name in ("embedding", "lm_head") else int)
+                   for p in gen.params)
         sig = inspect.signature(gen.function).parameters
         assert set(sig) == set(expected[name])
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.values())
@@ -595,7 +599,9 @@ def test_registry_names_and_parameters():
         ("kv_word", None), ("tokens", 1))}  # fmt: skip
     assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
                         | moe_optional | serving_optional
-                        | {("llm", "layers", 1), ("llm-fwd", "layers", 1)})
+                        | {("llm", "layers", 1), ("llm-fwd", "layers", 1)}
+                        | {(g, p, d) for g in ("llm", "llm-fwd") for p, d in (
+                            ("vocab_size", None), ("embedding", False), ("lm_head", False))})
     with pytest.raises(TypeError):
         GENERATORS["x"] = GENERATORS["llm"]  # read-only
 

@@ -9,7 +9,9 @@ DFModel stores them in protobuf ``float`` fields.
 The LLM generators also take optional parameters DFModel's scripts do not have, for current
 models: ``num_kv_head`` (grouped-query attention), ``ffn_dim`` (FFN width), ``gated_ffn``
 (SwiGLU FFN) and ``num_expert`` / ``top_k`` (``llm``, ``llm-fwd``: a mixture-of-experts layer
-instead of the FFN); left out, the graph is DFModel's.
+instead of the FFN); left out, the graph is DFModel's. ``layers`` stacks N layers in one
+graph, and ``embedding`` / ``lm_head`` (with ``vocab_size``) add the model's two ends
+(docs/model.md, "Several layers in one graph").
 
 The registry :data:`GENERATORS` and :func:`generate` serve the CLI and the TOML loader
 (``generator = "llm"`` plus integer parameters).
@@ -136,16 +138,23 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 # --------------------------------------------------------------------------- validation
 #: Parameters that are 0/1 switches rather than sizes.
 _FLAGS = frozenset({"gated_ffn", "decode"})
+#: Parameters that are booleans (TOML ``true`` / ``false``; 0 / 1 accepted, as the CLI gives).
+_BOOLS = frozenset({"embedding", "lm_head"})
 
 
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
-    """Each value must be an integer > 0 (a flag of :data:`_FLAGS`: 0 or 1); ``None``
-    stands for an optional parameter left out and is skipped."""
+    """Each value must be an integer > 0 (a flag of :data:`_FLAGS`: 0 or 1; one of
+    :data:`_BOOLS`: a bool, 0 or 1); ``None`` stands for an optional parameter left out and
+    is skipped."""
     issues = []
     for key, v in values.items():
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, Integral):
+        if key in _BOOLS:
+            if not (isinstance(v, bool) or (isinstance(v, Integral) and v in (0, 1))):
+                issues.append(Issue(f"{path}.{key}",
+                                    f"must be true or false. Got {v!r} instead."))
+        elif isinstance(v, bool) or not isinstance(v, Integral):
             issues.append(Issue(f"{path}.{key}", f"must be an integer. Got {v!r} instead."))
         elif key in _FLAGS:
             if v not in (0, 1):
@@ -215,6 +224,16 @@ def _issues_moe(num_expert: int | None, top_k: int | None, path: str) -> list[Is
     return []
 
 
+def _issues_ends(v: Mapping[str, object], path: str) -> list[Issue]:
+    """``vocab_size`` is required when an embedding or an LM head is asked for."""
+    if (v.get("embedding") or v.get("lm_head")) and v.get("vocab_size") is None:
+        asked = " and ".join(f"{path}.{k}" for k in ("embedding", "lm_head") if v.get(k))
+        return [Issue(f"{path}.vocab_size",
+                      f"is required with {asked} = true (the embedding table and the LM head "
+                      "are vocab_size x hidden): expected an integer > 0. Got none instead.")]
+    return []
+
+
 def _issues_hpl(n: int, b: int, iteration: int | None, path: str) -> list[Issue]:
     if b > n:
         return [Issue(f"{path}.b", f"must be <= n ({n}). Got {b} instead.")]
@@ -256,6 +275,7 @@ def _validate(name: str, values: Mapping[str, object], path: str) -> list[Issue]
         if v.get("layers", 1) > MAX_LAYERS:  # type: ignore[operator]
             issues.append(Issue(f"{path}.layers", f"must be <= {MAX_LAYERS} (layers in one "
                                                   f"graph). Got {v['layers']} instead."))
+        issues += _issues_ends(v, path)
     elif name == "hpl":
         issues += _issues_hpl(v["n"], v["b"], v.get("iteration"), path)
         it = v.get("iteration") or v["n"] // v["b"]  # type: ignore[operator]
@@ -732,7 +752,8 @@ def _layer(name: str, params: dict[str, int | None], seq: int) -> _Layer:
 def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
                num_kv_head: int | None = None, ffn_dim: int | None = None,
                gated_ffn: int = 0, num_expert: int | None = None,
-               top_k: int | None = None, layers: int = 1) -> Graph:
+               top_k: int | None = None, layers: int = 1, vocab_size: int | None = None,
+               embedding: bool = False, lm_head: bool = False) -> Graph:
     """One transformer layer, forward and backward, one sequence.
 
     With the defaults, DFModel's layer: 41 kernels (18 forward, 17 backward, 6
@@ -770,6 +791,12 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
     layers : int, default 1
         N > 1: N such layers chained in one graph (:func:`_stack`; docs/model.md, "Several
         layers in one graph"), every kernel name suffixed ``_L{i}``, i = 1..N.
+    vocab_size : int, optional
+        Vocabulary V of the embedding and the LM head; required with either.
+    embedding, lm_head : bool, default False
+        An embedding lookup before layer 1, a final norm, LM head and loss after layer N, each
+        with its backward kernels (:func:`_ends`; docs/model.md, "Embedding and LM head");
+        with either, the layers' names are suffixed even for N = 1.
 
     Returns
     -------
@@ -779,28 +806,34 @@ def llm_fwdbwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int
     ------
     SpecError
         If a parameter is not a positive integer, ``num_head * head_dim != hidden``,
-        ``num_kv_head`` does not divide ``num_head``, ``gated_ffn`` is not 0 or 1, or
-        ``top_k`` is given without ``num_expert`` or exceeds it.
+        ``num_kv_head`` does not divide ``num_head``, ``gated_ffn`` is not 0 or 1,
+        ``top_k`` is given without ``num_expert`` or exceeds it, or ``embedding`` or
+        ``lm_head`` is asked for without ``vocab_size``.
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
                   num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
-                  num_expert=num_expert, top_k=top_k, layers=layers)
+                  num_expert=num_expert, top_k=top_k, layers=layers, vocab_size=vocab_size,
+                  embedding=embedding, lm_head=lm_head)
     x = _layer("llm", params, seq)
     kernels = _llm_kernels(x)
     edges = _llm_fwd_edges(x.gated, x.e > 0) + _llm_bwd_edges(x.gated, x.e > 0)
-    if layers == 1:
+    if layers == 1 and not (embedding or lm_head):
         return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
-    return _stack(kernels, edges, layers, training=True)
+    ends = _ends(x, layers, vocab_size, embedding=bool(embedding), lm_head=bool(lm_head),
+                 training=True)
+    return _stack(kernels, edges, layers, training=True, ends=ends)
 
 
 def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
             num_kv_head: int | None = None, ffn_dim: int | None = None,
             gated_ffn: int = 0, num_expert: int | None = None,
-            top_k: int | None = None, layers: int = 1) -> Graph:
+            top_k: int | None = None, layers: int = 1, vocab_size: int | None = None,
+            embedding: bool = False, lm_head: bool = False) -> Graph:
     """The forward half of :func:`llm_fwdbwd`: its forward kernels and the connections among
     them (18 and 21 with the defaults, 19 and 23 with ``gated_ffn = 1``; with
     ``num_expert``, 23 and 28, gated 24 and 30). ``layers = N`` chains N forward layers
-    (:func:`_stack`).
+    (:func:`_stack`); ``embedding`` and ``lm_head`` add the forward kernels of
+    :func:`_ends`.
 
     Raises
     ------
@@ -809,37 +842,130 @@ def llm_fwd(*, hidden: int, num_head: int, head_dim: int, seq: int, word: int,
     """
     params = dict(hidden=hidden, num_head=num_head, head_dim=head_dim, seq=seq, word=word,
                   num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn,
-                  num_expert=num_expert, top_k=top_k, layers=layers)
+                  num_expert=num_expert, top_k=top_k, layers=layers, vocab_size=vocab_size,
+                  embedding=embedding, lm_head=lm_head)
     x = _layer("llm-fwd", params, seq)
     kernels = tuple(_moe_marks(
         _row_kernels(_llm_fwd_rows(x), _F, 1, Dim.N, saved=_llm_saved_bytes(x)), x))
     edges = _llm_fwd_edges(x.gated, x.e > 0)
-    if layers == 1:
+    if layers == 1 and not (embedding or lm_head):
         return Graph(kernels=kernels, connections=_connect_names(kernels, edges))
-    return _stack(kernels, edges, layers, training=False)
+    ends = _ends(x, layers, vocab_size, embedding=bool(embedding), lm_head=bool(lm_head),
+                 training=False)
+    return _stack(kernels, edges, layers, training=False, ends=ends)
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """The kernels around a stack of layers and their connections (docs/model.md, "Embedding
+    and LM head"): ``first`` runs before layer 1's forward kernels, ``after_forward`` after
+    layer N's (the head, and in training its backward and weight gradient), ``last`` after
+    layer 1's backward kernels."""
+
+    first: tuple[Kernel, ...] = ()
+    after_forward: tuple[Kernel, ...] = ()
+    last: tuple[Kernel, ...] = ()
+    edges: tuple[_Edge, ...] = ()
 
 
 def _stack(layer: tuple[Kernel, ...], edges: list[_Edge], n: int, *,
-           training: bool) -> Graph:
+           training: bool, ends: _Ends = _Ends()) -> Graph:
     """N copies of one layer's kernels and connections in one graph (docs/model.md, "Several
     layers in one graph"); copy i's names end in ``_L{i}``.
 
     Forward: layer i's ``Add_2`` feeds layer i + 1's ``Add_Prev_Layer``. ``training``: the
     kernels run forward L1..LN, then the backward and weight-gradient kernels of LN down to
     L1, and layer i + 1's last data gradient (``K_bwd``, which ends its gradient chain) feeds
-    layer i's ``Loss_bwd``. Connections: each layer's own in layer order, then the links.
+    layer i's ``Loss_bwd``. ``ends``: the embedding and LM head kernels (:func:`_ends`), whose
+    names keep no suffix, in their places in that order. Connections: each layer's own in
+    layer order, then the links, then those of ``ends``.
     """
     fwd = [k for k in layer if k.phase is not _B]
     bwd = [k for k in layer if k.phase is _B]
-    order = [(i, k) for i in range(1, n + 1) for k in fwd]
-    order += [(i, k) for i in range(n, 0, -1) for k in bwd]
-    kernels = tuple(replace(k, id=j, name=f"{k.name}_L{i}")
-                    for j, (i, k) in enumerate(order, start=1))
+    order = [*ends.first]
+    order += [replace(k, name=f"{k.name}_L{i}") for i in range(1, n + 1) for k in fwd]
+    order += ends.after_forward
+    order += [replace(k, name=f"{k.name}_L{i}") for i in range(n, 0, -1) for k in bwd]
+    order += ends.last
+    kernels = tuple(replace(k, id=j) for j, k in enumerate(order, start=1))
     named = [(f"{s}_L{i}", f"{d}_L{i}") for i in range(1, n + 1) for s, d in edges]
     named += [(f"Add_2_L{i}", f"Add_Prev_Layer_L{i + 1}") for i in range(1, n)]
     if training:
         named += [(f"K_bwd_L{i + 1}", f"Loss_bwd_L{i}") for i in range(1, n)]
+    named += ends.edges
     return Graph(kernels=kernels, connections=_connect_names(kernels, named))
+
+
+def _ends(x: _Layer, n: int, vocab: int | None, *, embedding: bool, lm_head: bool,
+          training: bool) -> _Ends:
+    """The embedding and the LM head of an n-layer stack, vocabulary V (docs/model.md,
+    "Embedding and LM head").
+
+    ``embedding``: ``Embedding`` looks up s rows of the V x h table (elementwise over h x s;
+    it reads the rows from DRAM, ``memory_bytes`` h s w, and the table's V h w bytes stay in
+    DRAM, ``dram_extra_bytes``) and feeds layer 1's ``Add_Prev_Layer``; in training
+    ``Embedding_bwd`` adds layer 1's last data gradient (``K_bwd_L1``) into s rows of the
+    table's gradient in DRAM (a scatter-add: reads and writes them, 2 h s w).
+    ``lm_head``: layer N's ``Add_2`` -> ``Final_LayerNorm`` -> ``LM_Head`` (the V x h weight
+    GEMM, not tied to the table) -> ``LM_Loss`` (softmax and cross entropy over V x s); in
+    training ``LM_Loss_bwd`` (the logits' gradient) -> ``LM_Head_bwd`` (data gradient) ->
+    ``Final_LayerNorm_bwd`` -> layer N's ``Loss_bwd``, and ``LM_Head_bwd_weight_update``
+    (logit gradient x normalised activation, periodic all-reduce of the V h w gradient).
+    """
+    h, s, w = x.h, x.s, x.w
+    hs = x.hs
+    first: list[Kernel] = []
+    after: list[Kernel] = []
+    last: list[Kernel] = []
+    edges: list[_Edge] = []
+    if embedding:
+        lookup = ("Embedding", _SIMD, _EW1, (1, h, 1, s), hs, None, hs)
+        first = [replace(k, dram_extra_bytes=f32(vocab * h * w))  # type: ignore[operator]
+                 for k in _row_kernels([lookup], _F, 0, Dim.N, {"Embedding": hs}, saved={})]
+        edges.append(("Embedding", "Add_Prev_Layer_L1"))
+        if training:
+            scatter = ("Embedding_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs)
+            last = _row_kernels([scatter], _B, 0, Dim.N, {"Embedding_bwd": 2.0 * hs})
+            edges.append(("K_bwd_L1", "Embedding_bwd"))
+    if lm_head:
+        after, head_edges = _head_kernels(x, n, vocab, training)  # type: ignore[arg-type]
+        edges += head_edges
+    return _Ends(first=tuple(first), after_forward=tuple(after), last=tuple(last),
+                 edges=tuple(edges))
+
+
+def _head_kernels(x: _Layer, n: int, v: int, training: bool
+                  ) -> tuple[list[Kernel], list[_Edge]]:
+    """The LM head's kernels and connections (:func:`_ends`). Kept for the backward pass:
+    the final norm's input and output (2 h s w) and the softmax probabilities (V s w)."""
+    h, s, w, hs = x.h, x.s, x.w, x.hs
+    vs, table = v * s * w, v * h * w
+    fwd: list[_Row] = [
+        ("Final_LayerNorm", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+        ("LM_Head", _SYS, _GW, (1, v, h, s), hs, table, vs),
+        ("LM_Loss", _SIMD, _EW1, (1, v, 1, s), vs, None, vs),
+    ]
+    kernels = _row_kernels(fwd, _F, 0, Dim.N, saved={"Final_LayerNorm": 2.0 * hs, "LM_Loss": vs})
+    edges = [(f"Add_2_L{n}", "Final_LayerNorm"), ("Final_LayerNorm", "LM_Head"),
+             ("LM_Head", "LM_Loss")]
+    if not training:
+        return kernels, edges
+    bwd: list[_Row] = [
+        ("LM_Loss_bwd", _SIMD, _EW1, (1, v, 1, s), vs, None, vs),
+        ("LM_Head_bwd", _SYS, _GW, (1, h, v, s), vs, table, hs),
+        ("Final_LayerNorm_bwd", _SIMD, _EW1, (1, h, 1, s), hs, None, hs),
+    ]
+    kernels += _row_kernels(bwd, _B, 0, Dim.N)
+    kernels.append(_kernel(
+        0, "LM_Head_bwd_weight_update", _GII, _SYS, _B, (1, h, s, v), Dim.K,
+        input_bytes=vs, input2_bytes=hs, output_bytes=table,
+        communication=Collective.ALL_REDUCE_PERIODIC, communication_bytes=table,
+    ))
+    edges += [("LM_Loss", "LM_Loss_bwd"), ("LM_Loss_bwd", "LM_Head_bwd"),
+              ("LM_Head_bwd", "Final_LayerNorm_bwd"), ("Final_LayerNorm_bwd", f"Loss_bwd_L{n}"),
+              ("LM_Loss_bwd", "LM_Head_bwd_weight_update"),
+              ("Final_LayerNorm", "LM_Head_bwd_weight_update")]
+    return kernels, edges
 
 
 #: Decode connections (DFModel's order) around the FFN; the KV-cache edges are ``zero_out``.
@@ -1188,7 +1314,7 @@ def fft(*, length: int, r: int = 2, word: int) -> Graph:
 # --------------------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class GeneratorParam:
-    """One integer parameter of a generator.
+    """One integer (``type`` int) or boolean (``type`` bool) parameter of a generator.
 
     ``default`` is ``None`` when the generator supplies no constant default; ``required``
     says whether the caller must give it (HPL's ``iteration`` is optional yet has no
@@ -1198,7 +1324,7 @@ class GeneratorParam:
     name: str
     type: type
     help: str
-    default: int | None = None
+    default: int | bool | None = None
     required: bool = True
 
 
@@ -1237,6 +1363,13 @@ _LLM_PARAMS = (
                 "num_expert)", None, required=False),
     _p("layers", "N layers chained in one graph (kernel names suffixed _L1.._LN; must equal "
                  "workload.num_layer_in_graph, its default)", 1, required=False),
+    _p("vocab_size", "vocabulary V of the embedding and the LM head (required with either)",
+       None, required=False),
+    GeneratorParam("embedding", bool, "true (CLI: 1): an embedding lookup before layer 1 (the graph "
+                                      "must hold the whole model)", False, required=False),
+    GeneratorParam("lm_head", bool, "true (CLI: 1): a final LayerNorm, the LM head GEMM and the loss "
+                                    "after the last layer (the graph must hold the whole "
+                                    "model)", False, required=False),
 )
 
 #: name -> generator; read-only.

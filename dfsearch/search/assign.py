@@ -30,6 +30,9 @@ MAX_IDEAL_KERNELS = 62
 #: states (and 16x as many queued candidates) before the exact search gives up and the
 #: order DP takes over
 MAX_STATES = 200_000
+#: larger graphs skip the contiguous-order DP and annealing (time ~ n^4) for the layered
+#: split alone (``search/layered.py``)
+MAX_ANNEAL_KERNELS = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +143,8 @@ def assign_configs(
     if best is None:
         proven = all(b == math.inf for b in regime_bounds)
         return Assignment(None, math.inf, method, proven, total_evals, viol, lb, stopped)
-    exhaustive = best.exhaustive and lb >= best.value_ns * (1 - 1e-12)
+    # proven optimal: by the exact search, or by a lower bound that meets the answer
+    exhaustive = lb >= best.value_ns * (1 - 1e-12)
     return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
                       min(lb, best.value_ns), stopped)  # fmt: skip
 
@@ -172,18 +176,30 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
+    from dfsearch.search.layered import graph_bound_ns
+
+    bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
-    value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
-    if method in ("auto", "anneal") and anneal_iterations > 0:
-        used = "anneal"
-        value3, assign3 = _anneal(
-            problem, topo, allowed, bw, live_cap, stats, value2, seed, anneal_iterations, control
-        )
+    value2, assign2 = math.inf, None
+    if method != "auto" or n <= MAX_ANNEAL_KERNELS:
+        value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
+        if method in ("auto", "anneal") and anneal_iterations > 0:
+            used = "anneal"
+            value3, assign3 = _anneal(problem, topo, allowed, bw, live_cap, stats, value2, seed,
+                                      anneal_iterations, control)  # fmt: skip
+            if value3 < value2:
+                value2, assign2 = value3, assign3
+    if method == "auto" and stats[Stat.STOPPED] == 0:
+        value3, assign3 = _layered(problem, topo, allowed, bw, live_cap, stats, control)
         if value3 < value2:
-            value2, assign2 = value3, assign3
+            value2, assign2, used = value3, assign3, "layered"
     if value2 < value:
         value, assign = value2, assign2
-    return value, assign, used, False, 0.0
+    if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
+        from dfsearch.search.layered import overlap_bound_ns
+
+        bound = max(bound, overlap_bound_ns(problem, bw, allowed))
+    return value, assign, used, False, bound
 
 
 def _keep_violations(viol: dict[str, float], stats: np.ndarray) -> None:
@@ -270,6 +286,30 @@ def _order(problem, order, allowed, bw, live_cap, stats, control):
         value, assign = _take_relaxed(problem, float(value), assign, relaxed, tmp)
     _merge_stats(stats, st)
     return float(value), assign
+
+
+def _layered(problem, topo, allowed, bw, live_cap, stats, control):
+    """The split of the composed order and of ``topo`` (``search/layered.py``), the better;
+    with the relaxed read-side footprints when they may have hidden a better split."""
+    from dfsearch.search.layered import composed_order, layered_split
+
+    best_value, best_assign = math.inf, None
+    for order in (composed_order(problem, topo, control), topo):
+        st = _fresh_stats(stats)
+        value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control)
+        if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:
+            st2 = _fresh_stats(stats)
+            relaxed, tmp = layered_split(problem, order, allowed, bw, live_cap, 1, st2, control)
+            st[Stat.EVALS] += st2[Stat.EVALS]
+            st[Stat.STOPPED] = max(st[Stat.STOPPED], st2[Stat.STOPPED])
+            if tmp is not None:
+                value, assign = _take_relaxed(problem, value, assign, relaxed, tmp)
+        _merge_stats(stats, st)
+        if value < best_value:
+            best_value, best_assign = value, assign
+        if stats[Stat.STOPPED] > 0:
+            break
+    return best_value, best_assign
 
 
 def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, control):

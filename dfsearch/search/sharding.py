@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
@@ -159,11 +160,21 @@ def _factors(graph: Graph, st: GraphStructure, domains: list[tuple[Dim, ...]],
 def _eliminate(n: int, domains: list[tuple[Dim, ...]], factors: list[Factor]) -> list[int]:
     """Exact variable elimination (min-fill order) -> the minimising choice index per kernel."""
     order = _min_fill_order(n, [f[0] for f in factors])
+    # factors by id (new ones get larger ids, so each variable's factors are summed in the
+    # order they were created) and the ids of the factors each variable appears in
+    table: dict[int, Factor] = dict(enumerate(factors))
+    uses: list[set[int]] = [set() for _ in range(n)]
+    for i, (scope_i, _) in table.items():
+        for u in scope_i:
+            uses[u].add(i)
     # eliminate variables one by one, remembering argmin tables for back-substitution
     trace: list[tuple[int, tuple[int, ...], dict[tuple[int, ...], int]]] = []
     for v in order:
-        mine = [f for f in factors if v in f[0]]
-        factors = [f for f in factors if v not in f[0]]
+        mine = [table.pop(i) for i in sorted(uses[v])]
+        for s_, _ in mine:
+            for u in s_:
+                if u != v:
+                    uses[u] -= uses[v]
         scope = tuple(sorted({u for s, _ in mine for u in s if u != v}))
         new: dict[tuple[int, ...], Cost] = {}
         arg: dict[tuple[int, ...], int] = {}
@@ -180,7 +191,10 @@ def _eliminate(n: int, domains: list[tuple[Dim, ...]], factors: list[Factor]) ->
                     best, best_x = c, x
             new[assign] = best if best is not None else _ZERO
             arg[assign] = best_x
-        factors.append((scope, new))
+        fid = len(factors) + len(trace)
+        table[fid] = (scope, new)
+        for u in scope:
+            uses[u].add(fid)
         trace.append((v, scope, arg))
     choice = [0] * n
     for v, scope, arg in reversed(trace):
@@ -189,7 +203,10 @@ def _eliminate(n: int, domains: list[tuple[Dim, ...]], factors: list[Factor]) ->
 
 
 def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
-    """Greedy min-fill elimination order of the interaction graph (ties: min degree, index)."""
+    """Greedy min-fill elimination order of the interaction graph (ties: min degree, index).
+
+    Scores are kept in a heap and recomputed only where an elimination can change them: the
+    eliminated variable's neighbours and their neighbours."""
     adj: list[set[int]] = [set() for _ in range(n)]
     for s in scopes:
         for a in s:
@@ -197,20 +214,34 @@ def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
                 if a != b:
                     adj[a].add(b)
     left = set(range(n))
+
+    def fill(v: int) -> tuple[int, int, int]:
+        nb = list(adj[v] & left)
+        missing = sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
+        return (missing, len(nb), v)
+
+    score = {v: fill(v) for v in range(n)}
+    heap = list(score.values())
+    heapq.heapify(heap)
     order = []
     while left:
-
-        def fill(v: int) -> tuple[int, int, int]:
-            nb = list(adj[v] & left)
-            missing = sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
-            return (missing, len(nb), v)
-
-        v = min(left, key=fill)
+        key = heapq.heappop(heap)
+        v = key[2]
+        if v not in left or score[v] != key:
+            continue  # stale entry
         nb = adj[v] & left
         for a in nb:
             adj[a] |= nb - {a}
         left.remove(v)
         order.append(v)
+        touched = set(nb)
+        for a in nb:
+            touched |= adj[a] & left
+        for u in touched:
+            new = fill(u)
+            if new != score[u]:
+                score[u] = new
+                heapq.heappush(heap, new)
     return order
 
 

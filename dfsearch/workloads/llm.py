@@ -50,6 +50,7 @@ class LLMWorkload:
     micro_batch_size: int = 0  #: 0 = searched
     tile_size: int = 0  #: 0 = searched
     num_layer_in_graph: int = 1
+    vocab_size: int | None = None  #: None: not given (needed by graph.embedding / lm_head)
     kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
 
 
@@ -249,6 +250,9 @@ class LLM(WorkloadModel):
                 f"{w.num_head} * {w.head_dim} = {w.num_head * w.head_dim}. "
                 f"Got {w.hidden_dim} instead.",
             )
+        if w.vocab_size is not None:
+            sink.ge("workload.vocab_size", w.vocab_size, 1)
+            sink.in_range("workload.vocab_size", w.vocab_size, (1, _P24, "tokens"))
         if w.num_layer_in_graph < 1:
             sink.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
         elif w.num_layer >= 1 and w.num_layer % w.num_layer_in_graph:

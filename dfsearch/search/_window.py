@@ -1,0 +1,96 @@
+"""Jitted split of one long kernel order into configurations (``search/layered.py``).
+
+``window_dp`` is the recursion of ``_dp.order_dp`` without the configuration index: the
+cheapest split of a topological order into contiguous blocks, each block one configuration
+costed by ``set_cost``, the blocks numbered afterwards. Dropping the index makes it linear
+in the order's length times the longest block, so it runs on graphs of thousands of
+kernels; the number of blocks is kept within the configurations by a price per block (the
+caller raises it until the split fits). A block grows until a monotone floor of its SRAM
+(``_dp.sram_floor``) exceeds the chip's, it holds more kernels than the chip has cores, or it
+reaches ``max_len`` kernels. Under the FWD/BWD rule no block mixes forward and backward
+kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dfsearch.codes import Phase
+from dfsearch.cost._jit import jit
+from dfsearch.cost.evaluate import set_cost
+from dfsearch.cost.layout import NUM_SET, SetSlot, Stat
+from dfsearch.search._dp import _record, must_stop, sram_floor
+
+__all__ = ["window_dp"]
+
+
+@jit
+def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block, stats, control):
+    """Cheapest split of ``order`` into blocks; ``block[k]`` = block index of kernel k.
+
+    Each block costs its II (``set_cost`` with ``relax``, as in ``_dp.order_dp``) plus
+    ``price``; of two splits within 1e-12 of each other the one with fewer blocks wins.
+    Returns the summed II without the prices (inf when no split is feasible or
+    ``control`` stopped it: then ``stats[Stat.STOPPED]`` = 1)."""
+    n = order.shape[0]
+    inc_ptr, inc_e, kern, edge = sram_floor(kt, et)
+    best = np.full(n + 1, np.inf)
+    pure = np.full(n + 1, np.inf)
+    parent = np.zeros(n + 1, np.int64)
+    count = np.zeros(n + 1, np.int64)  # blocks on the best path (ties: fewer blocks)
+    best[0] = 0.0
+    pure[0] = 0.0
+    where = np.zeros(n, np.int8)
+    members = np.zeros(n, np.int64)
+    k_pl = np.ones(n, np.int64)
+    k_ps = np.ones(n, np.int64)
+    zero = np.zeros(n, np.int64)
+    out = np.zeros(NUM_SET)
+    for i in range(n):
+        if best[i] == np.inf:
+            continue
+        if (i & 15) == 0 and must_stop(stats, control):
+            stats[Stat.STOPPED] = 1.0
+            return np.inf
+        for p in range(n):
+            where[order[p]] = 2 if p < i else 0
+        floor = 0.0
+        phase = -1
+        for j in range(i + 1, min(n, i + max_len) + 1):
+            k = order[j - 1]
+            if cn.fb_rule and kt.phase[k] != Phase.NONE:
+                if phase >= 0 and kt.phase[k] != phase:
+                    break
+                phase = kt.phase[k]
+            where[k] = 1
+            floor += kern[k]
+            for q in range(inc_ptr[k], inc_ptr[k + 1]):
+                if et.src[inc_e[q]] == k:
+                    floor += edge[inc_e[q]]
+            size = j - i
+            if size > cn.cores or (size >= 2 and cn.sram_check and floor > cn.sram_cap):
+                break
+            set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out)
+            stats[Stat.EVALS] += 1
+            ii = out[SetSlot.II]
+            if ii == np.inf:
+                _record(stats, out)
+                continue
+            cand = best[i] + ii + price
+            tie = abs(cand - best[j]) <= 1e-12 * cand and count[i] + 1 < count[j]
+            if (cand < best[j] and not (abs(cand - best[j]) <= 1e-12 * cand)) or tie:
+                best[j] = cand
+                pure[j] = pure[i] + ii
+                count[j] = count[i] + 1
+                parent[j] = i
+    if best[n] == np.inf:
+        return np.inf
+    j = n
+    b = count[n]
+    while j > 0:
+        i = parent[j]
+        b -= 1
+        for p in range(i, j):
+            block[order[p]] = b
+        j = i
+    return pure[n]

@@ -1,0 +1,439 @@
+"""Configuration assignment for graphs too large for the exact search (docs/mapping.md,
+"Large graphs").
+
+The exact search (``_dp.ideal_search``) handles graphs of at most 62 kernels. A larger graph
+is split into *blocks* that it solves exactly, and the pieces are put back together:
+
+1. **Blocks.** A graph of N stacked layers (kernel names ending in ``_L{i}``, the ``llm``
+   generators' ``layers = N``) has one block per layer; since the layers are identical, only
+   layer 1 is solved (*template*) and its answer serves them all. Any other graph is cut
+   into consecutive pieces of its topological order of at most ``CHUNK`` kernels, each
+   solved on its own.
+2. **Solve.** A block is a problem of its own (its kernels, the edges between them, a share
+   of the configurations in proportion to its kernels) solved by ``assign_configs``; its
+   configurations, in order, give an order of its kernels.
+3. **Compose.** One topological order of the whole graph that runs the blocks in the order
+   the graph lists them and, inside each, follows the block's solved order.
+4. **Refine.** ``_window.window_dp`` splits that order into configurations where it pays:
+   a configuration may span a layer boundary (the last forward kernels of layer i with the
+   first of layer i+1), and blocks' configurations may merge or split. The default
+   topological order is split the same way and the better answer kept.
+
+The result is not proven optimal; ``graph_bound_ns`` is a lower bound of the summed IIs of
+*every* assignment, so the search states how far from optimal it can be, and when the
+answer meets the bound it is proven optimal after all.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from dataclasses import replace
+
+import numpy as np
+
+from dfsearch.codes import Phase
+from dfsearch.cost.layout import BoundCol, EdgeTable, KernelTable, Stat
+from dfsearch.cost.lower import Problem, fwd_bwd_bounds
+from dfsearch.cost.overlap import combine_overlap
+
+__all__ = ["graph_bound_ns", "overlap_bound_ns", "composed_order",
+           "layered_split", "layer_of", "sub_problem", "CHUNK"]
+
+#: kernels per block of a graph without stacked layers
+CHUNK = 40
+#: most kernels in one configuration that the refinement considers
+MAX_BLOCK = 96
+#: price rounds when the split needs more configurations than the problem has
+PRICE_ROUNDS = 12
+#: states of the exact search per block (beyond: its contiguous-order answer is used)
+BLOCK_STATES = 50_000
+
+_LAYER = re.compile(r"^(.*)_L(\d+)$")
+
+
+def layer_of(names: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(layer index per kernel, 0 outside stacked layers; name without its layer suffix)."""
+    layer = np.zeros(len(names), np.int64)
+    stems = []
+    for k, name in enumerate(names):
+        m = _LAYER.match(name)
+        if m:
+            layer[k] = int(m.group(2))
+            stems.append(m.group(1))
+        else:
+            stems.append(name)
+    return layer, tuple(stems)
+
+
+# --------------------------------------------------------------------------- the bound
+def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """A lower bound of the summed IIs of every feasible assignment of ``problem`` (one DRAM
+    regime), in three parts:
+
+    * A kernel whose weights (plus extra SRAM) exceed the SRAM can share no configuration
+      (a configuration of two or more kernels holds every member's weights untiled), so its
+      configuration holds it alone, every edge of it crosses configurations and its II is
+      known exactly (``set_cost`` of the kernel alone, which reads nothing from other
+      configurations but the SRAM footprint, a capacity and not a time).
+    * The other kernels: the II combined from their summed additive terms
+      (``evaluate.bound_terms``: compute, kernel memory, network, all-to-all channels via the
+      maximum of their sums; max and sum are sub-additive, so a combination of sums is at
+      most the sum of the combinations), plus the DRAM traffic of every edge that *must*
+      cross configurations, once per end among them: an edge to or from a lone kernel, or one
+      whose producer may only sit in configurations before every one its consumer may sit in
+      (``allowed``: the FWD/BWD rule, pins). A crossing edge is written in one configuration
+      and read in another (``set_cost``).
+    * Kernels that can never share a configuration are bounded apart: with the FWD/BWD rule
+      and no configuration open to both, forward and backward kernels sit in disjoint sets of
+      configurations, so their bounds add up (at least the bound of both together).
+    """
+    from dfsearch.cost.evaluate import bound_terms
+
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    if terms.shape[0] == 0:
+        return 0.0
+    alone, alone_ii = _lone_kernels(problem, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    must = (last[et.src] < first[et.dst]) | alone[et.src] | alone[et.dst]
+    rest = ~alone
+    whole = _group_bound(terms, edge_tm, rest, must, et, cn.overlap)
+    fwd, bwd = rest & (kt.phase == Phase.FWD), rest & (kt.phase == Phase.BWD)
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        split = sum(_group_bound(terms, edge_tm, g, must, et, cn.overlap) for g in (fwd, bwd))
+        whole = max(whole, split)
+    return alone_ii + whole
+
+
+def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
+    """(kernels that must sit alone in their configuration, their summed exact II)."""
+    from dfsearch.cost.evaluate import set_cost
+    from dfsearch.cost.layout import NUM_SET, SetSlot
+    from dfsearch.search import _dp
+
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    n = problem.num_kernels
+    alone = np.zeros(n, bool)
+    if not cn.sram_check or n < 2:
+        return alone, 0.0
+    total = 0.0
+    out = np.zeros(NUM_SET)
+    pos = np.empty(n, np.int64)
+    pos[_dp.topological_order(kt, et)] = np.arange(n)
+    for k in np.flatnonzero(kt.weight_sram + kt.sram_extra > cn.sram_cap):
+        where = np.where(pos < pos[k], 2, 0).astype(np.int8)  # its producers run before it
+        where[k] = 1
+        set_cost(kt, et, cn, where, dram_bw, math.inf, 1, np.zeros(n, np.int64),
+                 np.ones(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64), out)  # fmt: skip
+        if math.isfinite(out[SetSlot.II]):
+            alone[k] = True
+            total += float(out[SetSlot.II])
+    return alone, total
+
+
+def _group_bound(terms, edge_tm, group, must, et, overlap) -> float:
+    """The additive bound of the kernels in ``group`` (one side of each must-cross edge with
+    an end in it)."""
+    if not group.any():
+        return 0.0
+    t = terms[group]
+    tc = max(float(t[:, BoundCol.TC].sum()), float(t[:, BoundCol.FLOOR].max()))
+    ends = group[et.src].astype(int) + group[et.dst].astype(int)
+    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum())
+    channels = t[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]].sum(axis=0)
+    tn = float(t[:, BoundCol.TN].sum()) + float(channels.max())
+    return combine_overlap(tc, tm, tn, overlap)
+
+
+def overlap_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """A lower bound of the summed IIs that sees which kernels can overlap (perfect and
+    compute-memory overlap; 0 otherwise).
+
+    With perfect overlap, sum_c II(c) >= sum_c max(tc_c, tn_c) = TC + TN - sum_c min(tc_c,
+    tn_c), TC and TN the summed additive compute and network terms (``bound_terms``; a
+    configuration's own terms are at least the sums of its kernels'). Inside configuration c,
+    min(tc_c, tn_c) is a flow from the compute of c's kernels to their network time, and
+    kernels in one configuration are pairwise *compatible*: allowed in a common configuration
+    (FWD/BWD rule, pins) and, with the SRAM checked, w_j + w_k <= SRAM where w is a kernel's
+    weights plus extra bytes (a configuration of two or more kernels holds every member's
+    weights). So sum_c min(tc_c, tn_c) <= the maximum flow from compute to network over the
+    compatible pairs (a kernel with itself included), and the bound is TC + TN - that flow;
+    likewise compute with memory (kernel DRAM bytes and the must-cross edges of
+    ``graph_bound_ns``, one end each) and memory with network. Compute-memory overlap
+    (II = max(tc, tm) + tn) uses the compute-memory pair plus TN. The flow runs on a graph
+    with O(n) arcs (``_max_flow``)."""
+    from dfsearch.codes import Overlap
+    from dfsearch.cost.evaluate import bound_terms
+
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    if cn.overlap == Overlap.NONE or problem.num_kernels == 0:
+        return 0.0
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    must = last[et.src] < first[et.dst]
+    tc = terms[:, BoundCol.TC].copy()
+    channels = terms[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]]
+    tn = terms[:, BoundCol.TN] + channels[:, int(channels.sum(axis=0).argmax())]
+    tm = terms[:, BoundCol.TM].copy()
+    np.add.at(tm, et.src[must], edge_tm[must])
+    np.add.at(tm, et.dst[must], edge_tm[must])
+    w = kt.weight_sram + kt.sram_extra
+    cap = cn.sram_cap if cn.sram_check else math.inf
+    groups = _compatible_groups(problem, last, first)
+
+    def paired(a: np.ndarray, b: np.ndarray) -> float:
+        flow = sum(_max_flow(a[g], b[g], w[g], cap) for g in groups)
+        return float(a.sum() + b.sum()) - flow
+
+    cm = paired(tc, tm)
+    if cn.overlap == Overlap.COMPUTE_MEMORY:
+        return cm + float(tn.sum())
+    return max(cm, paired(tc, tn), paired(tm, tn))
+
+
+def _compatible_groups(problem: Problem, last: np.ndarray, first: np.ndarray) -> list[np.ndarray]:
+    """Kernels of different groups never share a configuration: forward and backward under
+    the FWD/BWD rule when no configuration is open to both, else one group."""
+    kt, cn = problem.kernels, problem.constants
+    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        return [np.flatnonzero(~bwd), np.flatnonzero(bwd)]
+    return [np.arange(problem.num_kernels)]
+
+
+def _max_flow(supply: np.ndarray, demand: np.ndarray, w: np.ndarray, cap: float) -> float:
+    """An upper bound (exact up to one unit of 1e-15 of the total per arc) of the maximum
+    flow from ``supply`` to ``demand`` over the pairs (k, j) with k = j or w_k + w_j <= cap.
+
+    A *light* kernel (2 w <= cap) reaches every kernel up to its threshold in the order of w,
+    itself included, so light kernels of equal w are one node (their union reaches exactly
+    what each does); a *heavy* one reaches a prefix of light kernels and itself. A chain of
+    prefix nodes encodes the prefixes with O(n) arcs. Capacities are rounded up to integer
+    units (a larger capacity never lowers the flow), so networkx's flow is exact."""
+    import networkx as nx
+
+    total = float(supply.sum() + demand.sum())
+    if total <= 0 or supply.max(initial=0) <= 0 or demand.max(initial=0) <= 0:
+        return 0.0
+    unit = total * 1e-15
+
+    def units(x: float) -> int:
+        return math.ceil(x / unit)
+
+    light = 2 * w <= cap
+    values = np.unique(w[light])  # one node per distinct light weight, in order of w
+    heavy = np.flatnonzero(~light)
+    g = nx.DiGraph()
+    for i in range(1, len(values)):
+        g.add_edge(("p", i), ("p", i - 1))
+    for i, v in enumerate(values):
+        members = light & (w == v)
+        if demand[members].sum() > 0:
+            g.add_edge(("p", i), ("d", i))
+            g.add_edge(("d", i), "t", capacity=units(float(demand[members].sum())))
+        if supply[members].sum() > 0:
+            g.add_edge("s", ("s", i), capacity=units(float(supply[members].sum())))
+            g.add_edge(("s", i), ("p", i))  # 2 v <= cap: its own weight is within reach
+            reach = int(np.searchsorted(values, cap - v, side="right")) - 1
+            g.add_edge(("s", i), ("p", reach))
+            for h in heavy:  # light -> heavy pairs that fit
+                if w[h] + v <= cap and demand[h] > 0:
+                    g.add_edge(("s", i), ("h", int(h)))
+    for h in heavy:
+        h = int(h)
+        if demand[h] > 0:
+            g.add_edge(("h", h), "t", capacity=units(float(demand[h])))
+        if supply[h] > 0:
+            g.add_edge("s", ("sh", h), capacity=units(float(supply[h])))
+            if demand[h] > 0:
+                g.add_edge(("sh", h), ("h", h))
+            reach = int(np.searchsorted(values, cap - w[h], side="right")) - 1
+            if reach >= 0:
+                g.add_edge(("sh", h), ("p", reach))
+    if "s" not in g or "t" not in g:
+        return 0.0
+    return nx.maximum_flow_value(g, "s", "t") * unit
+
+
+# --------------------------------------------------------------------------- blocks
+def sub_problem(problem: Problem, members: np.ndarray, num_config: int) -> Problem:
+    """The problem of the kernels ``members`` alone (the edges between them) with
+    ``num_config`` configurations; every other constant as in ``problem``."""
+    index = np.full(problem.num_kernels, -1, np.int64)
+    index[members] = np.arange(len(members))
+    et = problem.edges
+    inner = (index[et.src] >= 0) & (index[et.dst] >= 0)
+
+    def rows(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        out = np.ascontiguousarray(a[keep])
+        out.setflags(write=a.flags.writeable)
+        return out
+
+    kt = KernelTable(*(rows(col, members) for col in problem.kernels))
+    edges = EdgeTable(*(rows(col, inner) for col in et))
+    remapped = {"src": index[et.src[inner]], "dst": index[et.dst[inner]]}
+    for name, col in remapped.items():
+        col.setflags(write=getattr(et, name).flags.writeable)
+    edges = edges._replace(**remapped)
+    cn = problem.constants
+    f, b = fwd_bwd_bounds(num_config)
+    fb_rule = bool(cn.fb_rule and num_config < len(members))
+    cn = cn._replace(num_config=int(num_config), fb_last_fwd=int(f), fb_first_bwd=int(b),
+                     fb_rule=fb_rule)  # fmt: skip
+    names = tuple(problem.names[k] for k in members)
+    return replace(problem, kernels=kt, edges=edges, constants=cn, names=names,
+                   shard_m=(), shard_k=(), shard_n=())  # fmt: skip
+
+
+def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray) -> list[int]:
+    """``members`` (global indices) in the order of their configurations when solved as a
+    problem of their own (ties and unsolved blocks: the block's topological order)."""
+    from dfsearch.search import _dp
+    from dfsearch.search.assign import assign_configs
+
+    n, nc = problem.num_kernels, problem.num_config
+    share = max(2 if problem.constants.fb_rule else 1, math.ceil(nc * len(members) / n))
+    sub = sub_problem(problem, members, min(share, len(members)))
+    topo = [int(k) for k in _dp.topological_order(sub.kernels, sub.edges)]
+    rank = {k: i for i, k in enumerate(topo)}
+    if len(members) > 1 and sub.num_config > 1:
+        a = assign_configs(sub, method="auto", max_states=BLOCK_STATES, anneal_iterations=0,
+                           control=control)  # fmt: skip
+        if a.config is not None:
+            topo.sort(key=lambda k: (a.config[k], rank[k]))
+    return [int(members[k]) for k in topo]
+
+
+def _blocks(problem: Problem, topo: np.ndarray) -> list[np.ndarray]:
+    """The blocks of the graph, in the order of their first kernel in ``topo``: one per
+    stacked layer, else consecutive pieces of ``topo`` of at most ``CHUNK`` kernels."""
+    layer, _ = layer_of(problem.names)
+    if layer.max(initial=0) >= 2:
+        first = {}
+        for pos, k in enumerate(topo):
+            first.setdefault(int(layer[k]), pos)
+        return [np.flatnonzero(layer == i) for i in sorted(first, key=first.get)]
+    return [np.sort(topo[i:i + CHUNK]) for i in range(0, len(topo), CHUNK)]
+
+
+def composed_order(problem: Problem, topo: np.ndarray, control: np.ndarray) -> np.ndarray:
+    """A topological order that runs the blocks as ``topo`` does and, inside each, follows
+    its solved order (stacked layers: layer 1's order, matched by kernel name)."""
+    layer, stems = layer_of(problem.names)
+    n = problem.num_kernels
+    local = np.zeros(n, np.int64)
+    blocks = _blocks(problem, topo)
+    if layer.max(initial=0) >= 2:
+        template = next(b for b in blocks if layer[b[0]] == 1) if (layer == 1).any() else blocks[0]
+        rank = {stems[k]: i for i, k in enumerate(_block_order(problem, template, control))}
+        for k in range(n):
+            local[k] = rank.get(stems[k], n)
+    else:
+        for b in blocks:
+            for i, k in enumerate(_block_order(problem, b, control)):
+                local[k] = i
+    pos = np.empty(n, np.int64)
+    pos[topo] = np.arange(n)
+    phase = problem.kernels.phase
+    group: dict[tuple[int, int], int] = {}
+    start = np.empty(n, np.int64)  # position in topo of the first kernel of k's (block, phase)
+    for k in topo:
+        key = (int(layer[k]), int(phase[k])) if layer[k] > 0 else (-1 - int(k), 0)
+        start[k] = group.setdefault(key, int(pos[k]))
+    return _priority_topological(problem, [(int(start[k]), int(local[k]), int(pos[k])) for k in range(n)])
+
+
+def _priority_topological(problem: Problem, key: list[tuple[int, int, int]]) -> np.ndarray:
+    """The topological order that always takes the ready kernel of smallest ``key``."""
+    n = problem.num_kernels
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = np.zeros(n, np.int64)
+    for s, d in zip(problem.edges.src, problem.edges.dst):
+        succ[int(s)].append(int(d))
+        indeg[int(d)] += 1
+    ready = [(key[k], k) for k in range(n) if indeg[k] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        out.append(k)
+        for d in succ[k]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                heapq.heappush(ready, (key[d], d))
+    return np.asarray(out, np.int64)
+
+
+# --------------------------------------------------------------------------- refine
+def _configs(problem: Problem, block: np.ndarray, allowed: np.ndarray) -> np.ndarray | None:
+    """Configuration of each kernel from its block index (blocks in order; backward blocks
+    moved up to the first backward configuration), or None when they do not fit."""
+    cn = problem.constants
+    bwd = block[problem.kernels.phase == Phase.BWD]
+    shift = 0
+    if cn.fb_rule and bwd.size:
+        shift = max(0, cn.fb_first_bwd - int(bwd.min()))
+    cfg = np.where(block >= (bwd.min() if bwd.size else np.inf), block + shift, block)
+    if cfg.max(initial=0) >= problem.num_config:
+        return None
+    if not allowed[np.arange(len(cfg)), cfg].all():
+        return None
+    return cfg.astype(np.int64)
+
+
+def _split_once(problem, order, bw, live_cap, relax, price, stats, control):
+    from dfsearch.search import _window
+
+    block = np.full(problem.num_kernels, -1, np.int64)
+    p = problem
+    value = _window.window_dp(p.kernels, p.edges, p.constants, order, bw, live_cap, relax, price,
+                              MAX_BLOCK, block, stats, control)  # fmt: skip
+    return float(value), block
+
+
+def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
+    """Split ``order`` into configurations (``window_dp``), raising the price per block
+    until the blocks fit the problem's configurations. Returns (summed II, assignment) or
+    (inf, None)."""
+    price, value, block = 0.0, math.inf, None
+    value, block = _split_once(problem, order, bw, live_cap, relax, price, stats, control)
+    if not math.isfinite(value):
+        return math.inf, None
+    cfg = _configs(problem, block, allowed)
+    if cfg is not None:
+        return value, cfg
+    lo, hi, best = 0.0, value / max(problem.num_config, 1), None
+    blocks = int(block.max()) + 1
+    for _ in range(PRICE_ROUNDS):  # grow the price until the split fits, then bisect
+        if stats[Stat.STOPPED] > 0:
+            return math.inf, None
+        v, blk = _split_once(problem, order, bw, live_cap, relax, hi, stats, control)
+        if not math.isfinite(v):
+            return math.inf, None
+        cfg = _configs(problem, blk, allowed)
+        if cfg is not None:
+            best = (v, cfg)
+            break
+        if int(blk.max()) + 1 >= blocks:  # the price no longer merges blocks: they cannot fit
+            return math.inf, None
+        blocks = int(blk.max()) + 1
+        lo, hi = hi, hi * 4
+    if best is None:
+        return math.inf, None
+    for _ in range(PRICE_ROUNDS // 2):
+        if best[0] <= value * (1 + 1e-12) or stats[Stat.STOPPED] > 0:
+            break  # as good as the unconstrained split
+        mid = 0.5 * (lo + hi)
+        v, blk = _split_once(problem, order, bw, live_cap, relax, mid, stats, control)
+        cfg = _configs(problem, blk, allowed) if math.isfinite(v) else None
+        if cfg is not None:
+            hi = mid
+            if v < best[0]:
+                best = (v, cfg)
+        else:
+            lo = mid
+    return best
