@@ -1,6 +1,6 @@
 """How the search grows with the number of GPT layers in one graph (issue 14).
 
-Two models, each with N layers in its graph (``workload.num_layer_in_graph = N``, generator
+Four cases, each with N layers in its graph (``workload.num_layer_in_graph = N``, generator
 ``llm`` with ``layers = N``: 41 N kernels) and the single-layer example's configurations per
 layer times N:
 
@@ -9,18 +9,26 @@ layer times N:
   Compute-bound: the lower bound is the total compute.
 * ``gpt3-1t-sn30``: the README case (``examples/gpt3_1T_sn30.toml``, 128 layers, 1024 SN30
   chips) with its pipeline dimension reshaped to 16 x 8 (TP 8, PP 16, DP 8, so that PP <=
-  128 / N; 6 configurations per layer), N = 1 .. 8. Some configurations are memory-bound,
-  which the bound does not see: its gap is wide although the answer equals the proven
-  single-layer optimum.
+  128 / N; 6 configurations per layer), N = 1 .. 8. Network- and compute-bound
+  configurations that SRAM keeps apart: the additive bound is 10 % low, the overlap bound
+  (maximum flow over the kernels that can share a configuration) meets the answer.
+* ``gpt-a100-cycle``: ``gpt-a100`` with the cycle-accurate compute model (``compute_util =
+  0``): every costing allocates cores, about 30 us instead of 2 us, and the bound (work /
+  cores) does not see the systolic arrays' idle lanes.
+* ``gpt-a100-ddr``: ``gpt-a100`` with 100 GB/s DRAM and 30 MB of SRAM: memory-bound, and
+  the links between layers need SRAM, so more layers need more tiles; the bound stays at
+  the single layer's optimum.
 
 Each point is searched once after a warm-up (JIT compile or cache load), without a time
 limit (the work budget of the spec applies). Columns: kernels, wall time of the search, final
-time per batch, its ratio to N = 1 (the same model: 1.0 means every layer kept the single
-layer's optimal mapping, below 1.0 means configurations merged across layer boundaries),
+time per batch, its ratio to N = 1 (the same model up to the tensors crossing layer
+boundaries: 1.0 means every layer kept the single layer's optimal mapping and the links
+hide, below 1.0 means configurations merged across boundaries, above 1.0 that the links
+cost time or SRAM),
 the status, the lower bound the result states and the gap (final - bound) / bound. Then a
 least-squares fit of log(time) on log(kernels) over the points with at least 100 kernels.
 
-Usage: ``python benchmarks/multilayer.py [--case gpt-a100|gpt3-1t-sn30|all] [--layers 1,2,4]``
+Usage: ``python benchmarks/multilayer.py [--case NAME|all] [--layers 1,2,4]``
 """
 
 from __future__ import annotations
@@ -36,11 +44,18 @@ EXAMPLES = ROOT / "examples"
 CASES = {
     "gpt-a100": (1, 2, 3, 4, 6, 8, 12, 16, 24, 48),
     "gpt3-1t-sn30": (1, 2, 4, 8),
+    "gpt-a100-cycle": (1, 2, 4, 8, 16),
+    "gpt-a100-ddr": (1, 2, 4, 8, 16, 24),
 }
 
 
 def spec_text(case: str, layers: int) -> str:
     """The case's TOML with ``layers`` layers in its graph."""
+    if case == "gpt-a100-cycle":
+        return spec_text("gpt-a100", layers).replace("compute_util = 0.9", "compute_util = 0.0")
+    if case == "gpt-a100-ddr":
+        text = spec_text("gpt-a100", layers).replace("dram_bw_GBps = 1555.0", "dram_bw_GBps = 100.0")
+        return text.replace("sram_bytes = 88080384", "sram_bytes = 30000000")
     if case == "gpt-a100":
         text = (EXAMPLES / "gpt3_1.5B_a100x4.toml").read_text()
         text = text.replace("num_layer = 24", f"num_layer = 48\nnum_layer_in_graph = {layers}")

@@ -349,3 +349,32 @@ def test_min_fill_order_is_the_greedy_definition(seed):
     scopes = [tuple(sorted({rng.randrange(n) for _ in range(rng.randint(1, 3))}))
               for _ in range(rng.randint(0, 60))]
     assert _min_fill_order(n, scopes) == _min_fill_by_definition(n, scopes)
+
+
+def test_merge_down_fits_the_configurations_and_scores_what_it_returns():
+    """Cycle model, 4 layers, 8 configurations: the cheapest split needs more blocks than
+    configurations; merging adjacent blocks (cheapest first) returns an assignment that fits
+    them, whose summed II is the evaluator's."""
+    from dfsearch.cost.layout import Stat
+    from dfsearch.cost.model import Evaluator
+    from dfsearch.search.layered import _merge_down, _split_once
+    from dfsearch.search.outer import final_from_ii
+
+    text = _gpt(4).replace("compute_util = 0.9", "compute_util = 0.0")
+    spec = load_toml_spec(text, file="stacked.toml", base_dir=EXAMPLES)
+    sharding = solve_spec_sharding(spec, (4,), 16).sharding
+    problem = lower(spec, Outer((4,), sharding, 1, 16, 8))
+    topo = _dp.topological_order(problem.kernels, problem.edges)
+    order = composed_order(problem, topo, no_control())
+    bw, live_cap = _regimes(problem)[0]
+    stats = new_stats()
+    _, block = _split_once(problem, order, bw, live_cap, 1, 0.0, stats, no_control())
+    assert block.max() + 1 > problem.num_config
+    allowed = _allowed(problem)
+    value, cfg = _merge_down(problem, order, block, allowed, bw, live_cap, 1, stats)
+    assert cfg is not None and stats[Stat.EVALS] > 0
+    assert allowed[np.arange(problem.num_kernels), cfg].all()
+    src, dst = problem.edges.src, problem.edges.dst
+    assert (cfg[src] <= cfg[dst]).all()
+    finals, _, _ = Evaluator(problem).batch(cfg[None, :])
+    assert finals[0] == pytest.approx(final_from_ii(problem, value), rel=1e-9)

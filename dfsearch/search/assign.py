@@ -30,8 +30,8 @@ MAX_IDEAL_KERNELS = 62
 #: states (and 16x as many queued candidates) before the exact search gives up and the
 #: order DP takes over
 MAX_STATES = 200_000
-#: larger graphs skip the contiguous-order DP and annealing (time ~ n^4) for the layered
-#: split alone (``search/layered.py``)
+#: larger graphs, and stacked layers, skip the contiguous-order DP and annealing (time ~
+#: n^4) for the layered split alone (``search/layered.py``)
 MAX_ANNEAL_KERNELS = 128
 
 
@@ -176,12 +176,13 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
-    from dfsearch.search.layered import graph_bound_ns
+    from dfsearch.search.layered import graph_bound_ns, layer_of
 
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
     value2, assign2 = math.inf, None
-    if method != "auto" or n <= MAX_ANNEAL_KERNELS:
+    stacked = layer_of(problem.names)[0].max(initial=0) >= 2
+    if method != "auto" or (n <= MAX_ANNEAL_KERNELS and not stacked):
         value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
         if method in ("auto", "anneal") and anneal_iterations > 0:
             used = "anneal"
@@ -291,10 +292,13 @@ def _order(problem, order, allowed, bw, live_cap, stats, control):
 def _layered(problem, topo, allowed, bw, live_cap, stats, control):
     """The split of the composed order and of ``topo`` (``search/layered.py``), the better;
     with the relaxed read-side footprints when they may have hidden a better split."""
-    from dfsearch.search.layered import composed_order, layered_split
+    from dfsearch.search.layered import composed_order, layer_of, layered_split
 
     best_value, best_assign = math.inf, None
+    stacked = layer_of(problem.names)[0].max(initial=0) >= 2
     for order in (composed_order(problem, topo, control), topo):
+        if stacked and best_assign is not None:
+            break  # stacked layers: the default order only when the composed one fails
         st = _fresh_stats(stats)
         value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control)
         if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:

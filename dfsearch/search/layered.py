@@ -27,6 +27,7 @@ answer meets the bound it is proven optimal after all.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from dataclasses import replace
@@ -45,8 +46,10 @@ __all__ = ["graph_bound_ns", "overlap_bound_ns", "composed_order",
 CHUNK = 40
 #: most kernels in one configuration that the refinement considers
 MAX_BLOCK = 96
-#: price rounds when the split needs more configurations than the problem has
+#: price rounds when the split needs more configurations than the problem has, and
+#: bisections of the price once a split fits
 PRICE_ROUNDS = 12
+BISECTIONS = 3
 #: states of the exact search per block (beyond: its contiguous-order answer is used)
 BLOCK_STATES = 50_000
 
@@ -396,19 +399,79 @@ def _split_once(problem, order, bw, live_cap, relax, price, stats, control):
 
 
 def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
-    """Split ``order`` into configurations (``window_dp``), raising the price per block
-    until the blocks fit the problem's configurations. Returns (summed II, assignment) or
+    """Split ``order`` into configurations (``window_dp``). When the cheapest split needs more
+    configurations than the problem has, two repairs, the better kept: merging adjacent
+    blocks, cheapest increase first (``_merge_down``), and raising a price per block until
+    the split fits, then bisecting it (``_priced``). Returns (summed II, assignment) or
     (inf, None)."""
-    price, value, block = 0.0, math.inf, None
-    value, block = _split_once(problem, order, bw, live_cap, relax, price, stats, control)
+    value, block = _split_once(problem, order, bw, live_cap, relax, 0.0, stats, control)
     if not math.isfinite(value):
         return math.inf, None
     cfg = _configs(problem, block, allowed)
     if cfg is not None:
         return value, cfg
-    lo, hi, best = 0.0, value / max(problem.num_config, 1), None
+    merged = _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats)
+    priced = _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control)
+    return min(merged, priced, key=lambda r: r[0])
+
+
+def _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats):
+    """Merge adjacent blocks of a split, the pair whose merge adds the least II first, until
+    the blocks fit the configurations (merging two blocks changes no other block's II).
+    Under the FWD/BWD rule forward and backward blocks never merge."""
+    from dfsearch.cost.evaluate import set_cost
+    from dfsearch.cost.layout import NUM_SET, SetSlot
+
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    n = problem.num_kernels
+    along = block[order]
+    cuts = [0, *[int(i) for i in np.flatnonzero(np.diff(along)) + 1], n]
+    spans = list(itertools.pairwise(cuts))
+    phase = kt.phase[order]
+    out = np.zeros(NUM_SET)
+    cache: dict[tuple[int, int], float] = {}
+
+    def cost(i: int, j: int) -> float:
+        if (i, j) not in cache:
+            where = np.zeros(n, np.int8)
+            where[order[:i]] = 2
+            where[order[i:j]] = 1
+            set_cost(kt, et, cn, where, bw, live_cap, relax, np.zeros(n, np.int64),
+                     np.ones(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64), out)  # fmt: skip
+            stats[Stat.EVALS] += 1
+            cache[(i, j)] = float(out[SetSlot.II])
+        return cache[(i, j)]
+
+    def mixed(i: int, j: int) -> bool:
+        p = phase[i:j]
+        return bool(cn.fb_rule and (p == Phase.FWD).any() and (p == Phase.BWD).any())
+
+    def blocks_of(sp: list[tuple[int, int]]) -> np.ndarray:
+        out_b = np.empty(n, np.int64)
+        for b, (i, j) in enumerate(sp):
+            out_b[order[i:j]] = b
+        return out_b
+
+    while (cfg := _configs(problem, blocks_of(spans), allowed)) is None:
+        best, at = math.inf, -1
+        for b in range(len(spans) - 1):
+            (i, _), (_, j) = spans[b], spans[b + 1]
+            if mixed(i, j):
+                continue
+            extra = cost(i, j) - cost(*spans[b]) - cost(*spans[b + 1])
+            if extra < best:
+                best, at = extra, b
+        if at < 0:
+            return math.inf, None
+        spans[at:at + 2] = [(spans[at][0], spans[at + 1][1])]
+    return float(sum(cost(i, j) for i, j in spans)), cfg
+
+
+def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control):
+    """The split with a price per block: grown x4 until the split fits, then bisected."""
+    lo, hi, best = 0.0, value / max(problem.num_config, 1), (math.inf, None)
     blocks = int(block.max()) + 1
-    for _ in range(PRICE_ROUNDS):  # grow the price until the split fits, then bisect
+    for _ in range(PRICE_ROUNDS):
         if stats[Stat.STOPPED] > 0:
             return math.inf, None
         v, blk = _split_once(problem, order, bw, live_cap, relax, hi, stats, control)
@@ -422,9 +485,9 @@ def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
             return math.inf, None
         blocks = int(blk.max()) + 1
         lo, hi = hi, hi * 4
-    if best is None:
+    if best[1] is None:
         return math.inf, None
-    for _ in range(PRICE_ROUNDS // 2):
+    for _ in range(BISECTIONS):
         if best[0] <= value * (1 + 1e-12) or stats[Stat.STOPPED] > 0:
             break  # as good as the unconstrained split
         mid = 0.5 * (lo + hi)
