@@ -17,8 +17,8 @@ import numpy as np
 
 from dfsearch.codes import Phase
 from dfsearch.cost._jit import jit
-from dfsearch.cost.evaluate import set_cost
-from dfsearch.cost.layout import NUM_SET, SetSlot, Stat
+from dfsearch.cost.evaluate import bound_terms, combine_overlap, set_cost
+from dfsearch.cost.layout import NUM_BND, NUM_SET, BoundCol, SetSlot, Stat
 from dfsearch.search._dp import _record, must_stop, sram_floor
 
 __all__ = ["window_dp"]
@@ -34,6 +34,10 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block
     ``control`` stopped it: then ``stats[Stat.STOPPED]`` = 1)."""
     n = order.shape[0]
     inc_ptr, inc_e, kern, edge = sram_floor(kt, et)
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    pos = np.empty(n, np.int64)
+    for p in range(n):
+        pos[order[p]] = p
     best = np.full(n + 1, np.inf)
     pure = np.full(n + 1, np.inf)
     parent = np.zeros(n + 1, np.int64)
@@ -56,6 +60,7 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block
             where[order[p]] = 2 if p < i else 0
         floor = 0.0
         phase = -1
+        lb = np.zeros(NUM_BND)  # the block's additive bound terms (``evaluate.set_bound``)
         for j in range(i + 1, min(n, i + max_len) + 1):
             k = order[j - 1]
             if cn.fb_rule and kt.phase[k] != Phase.NONE:
@@ -70,6 +75,9 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block
             size = j - i
             if size > cn.cores or (size >= 2 and cn.sram_check and floor > cn.sram_cap):
                 break
+            if _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, cn.overlap,
+                     best[i] + price, best[j]):
+                continue
             set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out)
             stats[Stat.EVALS] += 1
             ii = out[SetSlot.II]
@@ -94,3 +102,29 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block
             block[order[p]] = b
         j = i
     return pure[n]
+
+
+@jit
+def _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, overlap, base, best_j):
+    """Add kernel k to the block's bound terms ``lb`` (edges with one end in the block count
+    once, as in ``evaluate.set_bound``, a lower bound of its II) and say whether the block
+    cannot improve ``best_j`` from ``base``: then it need not be costed."""
+    lb[BoundCol.TC] += terms[k, BoundCol.TC]
+    if terms[k, BoundCol.FLOOR] > lb[BoundCol.FLOOR]:
+        lb[BoundCol.FLOOR] = terms[k, BoundCol.FLOOR]
+    for c in (BoundCol.TM, BoundCol.TN, BoundCol.CH0, BoundCol.CH1, BoundCol.CH2):
+        lb[c] += terms[k, c]
+    for q in range(inc_ptr[k], inc_ptr[k + 1]):
+        e = inc_e[q]
+        if et.src[e] == k:
+            lb[BoundCol.TM] += edge_tm[e]  # to a later kernel: crosses until it joins
+        elif pos[et.src[e]] >= i:
+            lb[BoundCol.TM] -= edge_tm[e]  # from inside the block: no longer crosses
+        else:
+            lb[BoundCol.TM] += edge_tm[e]  # from an earlier configuration
+    if best_j == np.inf:
+        return False
+    tc = max(lb[BoundCol.TC], lb[BoundCol.FLOOR])
+    tn = lb[BoundCol.TN] + max(lb[BoundCol.CH0], lb[BoundCol.CH1], lb[BoundCol.CH2])
+    bound = combine_overlap(tc, lb[BoundCol.TM], tn, overlap)
+    return base + bound > best_j * (1.0 + 1e-9)
