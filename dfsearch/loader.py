@@ -85,6 +85,8 @@ __all__ = [
     "parse_toml",
     "read_text",
     "replace_field",
+    "spec_from_data",
+    "spec_to_data",
 ]
 
 _TOP = ("workload", "graph", "system", "cost", "execution", "search", "training", "speculative")
@@ -141,7 +143,7 @@ def load_toml_spec(text: str, *, file: str, base_dir: Path) -> Spec:
         Invalid TOML, or any problem of the spec (all of them, in one error).
     """
     data = parse_toml(text, file)
-    return _spec_from_data(data, file=file, base_dir=Path(base_dir))
+    return spec_from_data(data, file=file, base_dir=Path(base_dir))
 
 
 def load_input(path: str | Path) -> Spec | Graph:
@@ -159,7 +161,7 @@ def load_input(path: str | Path) -> Spec | Graph:
     data = parse_toml(text, str(path))
     if set(data) == {"graph"}:
         return _graph_file_from_data(data, file=str(path))
-    return _spec_from_data(data, file=str(path), base_dir=Path(path).parent)
+    return spec_from_data(data, file=str(path), base_dir=Path(path).parent)
 
 
 def load_graph_file(path: str | Path) -> Graph:
@@ -191,15 +193,15 @@ def replace_field(spec: Spec, path: str, value: Any) -> Spec:
     ...
     dfsearch.errors.SpecError: Spec.replace: system.network[0].link_bw_GBps must be > 0... Got 0 instead.
     """
-    data = _to_data(spec)
-    _put(data, _split_path(path), _to_data(value), path)
-    return _spec_from_data(data, file=_REPLACE, base_dir=Path("."))
+    data = spec_to_data(spec)
+    _put(data, _split_path(path), spec_to_data(value), path)
+    return spec_from_data(data, file=_REPLACE, base_dir=Path("."))
 
 
 _REPLACE = "Spec.replace"
 
 
-def _to_data(value: Any) -> Any:
+def spec_to_data(value: Any) -> Any:
     """A spec (or part of one) as the values a TOML file would hold: tables as dicts, enums
     by their label, ``num_config = AUTO`` as "auto", unset (``None``) fields left out."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -209,16 +211,16 @@ def _to_data(value: Any) -> Any:
             if v is None or not (f.init or f.name == "kind"):
                 continue
             auto = isinstance(value, Execution) and f.name == "num_config" and v == AUTO
-            out[f.name] = "auto" if auto else _to_data(v)
+            out[f.name] = "auto" if auto else spec_to_data(v)
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
         return out
     if isinstance(value, enum.Enum):
         return value.label
     if isinstance(value, tuple | list):
-        return [_to_data(v) for v in value]
+        return [spec_to_data(v) for v in value]
     if isinstance(value, Mapping):
-        return {k: _to_data(v) for k, v in value.items()}
+        return {k: spec_to_data(v) for k, v in value.items()}
     return value
 
 
@@ -485,7 +487,9 @@ class _Reader:
 
 
 # --------------------------------------------------------------------------- spec
-def _spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
+def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
+    """A validated spec from the values of a parsed TOML file (``file`` names it in errors;
+    relative ``include`` paths resolve against ``base_dir``). Raises ``SpecError``."""
     r = _Reader()
     r.keys(data, "", list(_TOP))
     for name in ("workload", "graph", "system"):

@@ -72,9 +72,9 @@ class SweepInterrupted(Exception):
 
 def point_digest(spec: Spec, seed: int) -> str:
     """A short digest of a point's spec (every field, the graph too) and seed."""
-    from dfsearch.loader import _to_data
+    from dfsearch.loader import spec_to_data
 
-    text = json.dumps([_to_data(spec), seed], sort_keys=True, default=str)
+    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

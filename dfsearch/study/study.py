@@ -155,12 +155,12 @@ class Study:
             The point's spec breaks a rule; the message names the study file, the point's
             axis values and each field path.
         """
-        from dfsearch.loader import _spec_from_data
+        from dfsearch.loader import spec_from_data
 
         data = self.point_data(point)
         where = f"{self.file} (point {point.labels(self.axes)})"
         try:
-            return _spec_from_data(data, file=where, base_dir=self.base.parent)
+            return spec_from_data(data, file=where, base_dir=self.base.parent)
         except SpecError as exc:
             raise exc.with_file(where) from None
 
@@ -401,14 +401,14 @@ def _filters(value: Any, issues: list[Issue]) -> tuple[Condition, ...]:
 def _read_base(path: Path, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The base spec as TOML data (a DFModel input: its converted data) and as complete data
     (every field, for filters on fields the file leaves at their default)."""
-    from dfsearch.loader import _to_data, load_spec, parse_toml, read_text
+    from dfsearch.loader import load_spec, parse_toml, read_text, spec_to_data
 
     try:
         spec = load_spec(path)
         text = read_text(path)
     except SpecError as exc:
         raise SpecError([Issue("study.base", f"{i.render(exc.file)}") for i in exc.issues], file=file) from None
-    full = _to_data(spec)
+    full = spec_to_data(spec)
     from dfsearch.io.dfmodel import looks_like_dfmodel
 
     data = full if looks_like_dfmodel(text) else parse_toml(text, str(path))
