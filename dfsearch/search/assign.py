@@ -182,18 +182,23 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     used = "order-dp"
     value2, assign2 = math.inf, None
     stacked = layer_of(problem.names)[0].max(initial=0) >= 2
-    if method != "auto" or (n <= MAX_ANNEAL_KERNELS and not stacked):
-        value2, assign2 = _order(problem, topo, allowed, bw, live_cap, stats, control)
+    if method == "auto":
+        value2, assign2 = _layered(problem, topo, allowed, bw, live_cap, stats, control)
+        used = "layered"
+    small = n <= MAX_ANNEAL_KERNELS
+    if stats[Stat.STOPPED] == 0 and (
+        method != "auto" or (small and (not stacked or value2 == math.inf))
+    ):  # order DP + annealing: asked for, or up to 128 kernels (stacked: when the split failed)
+        value3, assign3 = _order(problem, topo, allowed, bw, live_cap, stats, control)
+        used3 = "order-dp"
         if method in ("auto", "anneal") and anneal_iterations > 0:
-            used = "anneal"
-            value3, assign3 = _anneal(problem, topo, allowed, bw, live_cap, stats, value2, seed,
+            used3 = "anneal"
+            value4, assign4 = _anneal(problem, topo, allowed, bw, live_cap, stats, value3, seed,
                                       anneal_iterations, control)  # fmt: skip
-            if value3 < value2:
-                value2, assign2 = value3, assign3
-    if method == "auto" and stats[Stat.STOPPED] == 0:
-        value3, assign3 = _layered(problem, topo, allowed, bw, live_cap, stats, control)
+            if value4 < value3:
+                value3, assign3 = value4, assign4
         if value3 < value2:
-            value2, assign2, used = value3, assign3, "layered"
+            value2, assign2, used = value3, assign3, used3
     if value2 < value:
         value, assign = value2, assign2
     if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
