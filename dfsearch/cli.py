@@ -396,7 +396,12 @@ def generate(
         g = GENERATORS[kind]
         typer.echo(f"{kind}: {g.help}")
         for p in g.params:
-            req = "required" if p.required else f"default {p.default}"
+            if p.required:
+                req = "required"
+            elif p.default is None:
+                req = "optional"
+            else:
+                req = f"default {int(p.default) if p.type is bool else p.default}"
             typer.echo(f"  --{p.name.replace('_', '-'):<18} {p.help} ({req})")
         return
     params: dict[str, Any] = {}

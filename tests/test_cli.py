@@ -148,6 +148,17 @@ def test_generate_bad_param_exit_2(tmp_path):
     assert r.exit_code == 2 and "hidden" in r.output
 
 
+def test_generate_help_params_says_required_optional_or_the_default(tmp_path):
+    r = invoke("generate", "llm", "--help-params", "-o", str(tmp_path / "g.toml"))
+    assert r.exit_code == 0, r.output
+    assert "None" not in r.output and "False" not in r.output
+    lines = {ln.split()[0]: ln for ln in r.output.splitlines() if ln.startswith("  --")}
+    assert lines["--hidden"].endswith("(required)")
+    assert lines["--ffn-dim"].endswith("(optional)")
+    assert lines["--layers"].endswith("(default 1)")
+    assert lines["--embedding"].endswith("(default 0)")
+
+
 def test_convert_then_load_gives_same_spec(tmp_path):
     from dfsearch.loader import load_spec
 
