@@ -404,10 +404,9 @@ def trainings(draw, graph: Graph) -> Training:
 
 
 @st.composite
-def llm_cases(draw) -> tuple[Spec, Decision]:
-    n = draw(st.integers(1, 10))
-    kernels, choices = draw(llm_kernels(n))
-    es = draw(edges(n))
+def llm_systems(draw) -> tuple[System, tuple[int, ...], tuple[Parallelism, ...]]:
+    """A TP / PP / DP network of 1-3 dimensions, some sizes searched (0); returns the system
+    (its chips the product of the drawn sizes), the drawn sizes and the roles."""
     ndim = draw(st.integers(1, 3))
     variant = draw(st.sampled_from([v for v, t in TOPOLOGY_VARIANTS.items() if len(t) == ndim]))
     par = draw(st.sampled_from(PAR_TUPLES[ndim]))
@@ -432,6 +431,16 @@ def llm_cases(draw) -> tuple[Spec, Decision]:
         network=net,
         hbd=hbd,
     )
+    return system, base, par
+
+
+@st.composite
+def llm_cases(draw) -> tuple[Spec, Decision]:
+    n = draw(st.integers(1, 10))
+    kernels, choices = draw(llm_kernels(n))
+    es = draw(edges(n))
+    system, base, par = draw(llm_systems())
+    ndim, chips = len(base), system.num_chip
     ex = draw(executions(n, llm=True))
     kernels = _no_effective_stage(kernels, ex)
     heads, hd = draw(st.integers(1, 4)), draw(st.integers(1, 8))
@@ -697,6 +706,73 @@ def serving_cases(draw) -> tuple[Spec, Decision]:
     return _clear_of_v2_tiling_issues(spec, decision), decision
 
 
+@st.composite
+def stacked_cases(draw) -> tuple[Spec, Decision]:
+    """Several layers in one graph (docs/model.md): an ``llm`` (training) or ``llm-fwd``
+    generator graph of N = 2..4 stacked layers (GeLU or SwiGLU FFN, sometimes MoE) on a random
+    LLM system, num_layer = N x E with PP <= E graph executions, every training option (the
+    training memory model on training graphs), mostly pipelined shapes; SRAM and DRAM roomy half
+    of the time so that most mappings of the 36 to 228 kernels fit."""
+    from dfsearch.kernels.generators import llm_fwd, llm_fwdbwd
+
+    n_in = draw(st.integers(2, 4))
+    heads, hd = draw(st.sampled_from([1, 2])), draw(st.integers(2, 4))  # h = 1: no sharding
+    generator = llm_fwdbwd if draw(st.booleans()) else llm_fwd
+    params = dict(hidden=heads * hd, num_head=heads, head_dim=hd, seq=draw(st.integers(1, 16)),
+                  gated_ffn=draw(st.integers(0, 1)), layers=n_in,
+                  num_expert=draw(st.sampled_from([None, None, None, 2])))  # fmt: skip
+    n = len(generator(word=1, **params).kernels)
+    system, base, par = draw(llm_systems())
+    if draw(st.booleans()):  # roomy SRAM and DRAM: most mappings fit
+        acc = replace(system.accelerator, sram_bytes=1e15)
+        system = replace(system, accelerator=acc, memory=replace(system.memory, dram_bytes=1e15))
+    ndim, chips = len(base), system.num_chip
+    ex = draw(executions(n, llm=True))
+    graph = generator(word=ex.word_bytes, **params)
+    kernels = _no_effective_stage(list(graph.kernels), ex)
+    choices = [_legal(k) for k in kernels]
+    pp_size = max((s for s, p in zip(base, par) if p is PP), default=1)  # <= E (validation)
+    execs = draw(st.integers(pp_size, 6))  # E
+    mbs = draw(st.integers(1, 4))
+    gb = draw(st.integers(1, 16)) if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 3)) * mbs * chips
+    wl = LLMWorkload(hidden_dim=heads * hd, head_dim=hd, num_head=heads, seq_len=params["seq"],
+                     num_layer=n_in * execs, num_layer_in_graph=n_in, global_batch_size=gb)  # fmt: skip
+    sharding = tuple(draw(st.sampled_from(c)) for c in choices)
+    kernels = [
+        replace(k, sharding=s)
+        if draw(st.integers(0, 9)) == 0
+        or (k.tiling is Dim.NO and not ex.skip_inter_chip_optimization)
+        else k
+        for k, s in zip(kernels, sharding)
+    ]
+    if sum(k.kind is KernelKind.GEMM_WEIGHT for k in kernels) <= len(graph.connections):
+        ex = replace(ex, replicate_sram_index_bug=draw(st.booleans()))
+    graph = replace(graph, kernels=tuple(kernels))
+    cost = replace(COST, link_power_J_per_GB=COST.link_power_J_per_GB[:ndim])
+    spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl,
+                training=draw(trainings(graph)))  # fmt: skip
+    config = draw(configs(spec))
+    if draw(st.integers(0, 3)) == 0:  # pins, one in 20 of them conflicting: a rare CONFIG
+        pinned = tuple(draw(pins(kernels, config, ex.num_config)))
+        spec = replace(spec, graph=replace(graph, kernels=pinned))
+    pl, ps = draw(pars(spec, config))
+    if ex.skip_inter_chip_optimization:
+        sharding = (Dim.NO,) * n
+    pp_at = [i for i, p in enumerate(par) if p is PP]
+    shapes_ok = [s for s in _factorizations(chips, ndim) if all(s[i] <= execs for i in pp_at)]
+    piped = [s for s in shapes_ok if any(s[i] > 1 for i in pp_at)]
+    decision = Decision(
+        shape=draw(st.sampled_from(piped if piped and draw(st.integers(0, 3)) else shapes_ok)),
+        sharding=sharding,
+        micro_batch_size=mbs,
+        num_tile=draw(st.integers(1, 4)),
+        config=config,
+        par_lane=pl,
+        par_stage=ps,
+    )
+    return _clear_of_v2_tiling_issues(spec, decision), decision
+
+
 # --------------------------------------------------------------------------- tests
 @settings(
     deadline=None,
@@ -739,6 +815,24 @@ def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decisi
     spec, decision = case
     assert validate_spec(spec) == [], validate_spec(spec)
     compare(spec, decision)
+
+
+@settings(
+    deadline=None,
+    derandomize=True,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(stacked_cases(), st.sampled_from([Quirks(), Quirks(), Quirks.textbook()]))
+def test_twin_matches_jitted_evaluator_on_stacked_layers(
+    case: tuple[Spec, Decision], quirks: Quirks
+) -> None:
+    """N > 1 layers in one graph (docs/model.md, "Several layers in one graph"): E graph
+    executions per micro-batch in the layers per stage, batch multiplier, workload FLOP and
+    DRAM; num_layer model layers in the p2p term and N x lps in the quirk's bubble."""
+    spec, decision = case
+    assert validate_spec(spec) == [], validate_spec(spec)
+    compare(spec, decision, quirks)
 
 
 # --------------------------------------------------------------------------- hand-written cases
@@ -889,6 +983,39 @@ def test_weight_tiling_makes_sram_feasible() -> None:
     ref = compare(shared, replace(d, config=(0, 0, 1)))
     assert ref.status is Status.SRAM
     assert ref.violation == 1400.0 - 500.0
+
+
+def test_stacked_layers_pipeline_closed_form() -> None:
+    """Two layers in one graph, num_layer 6: E = 3 executions per micro-batch on PP = 2.
+
+    layers per stage ceil(3 / 2) = 2 executions (4 model layers); GB 4, mbs 1, DP 1 =>
+    nmb 4; the quirk's bubble counts model layers: 1 + (2 - 1) / (4 x (4 - 1)) = 13/12;
+    p2p per model layer 2 x h 4 x s 4 x word 2 = 64 B, x 6 layers / 25 GB/s = 15.36 ns;
+    workload FLOP = graph FLOP x 3 x 4. Batch = II sum x 13/12 x 2 x 4 + 15.36.
+    """
+    from dfsearch.kernels.generators import llm_fwdbwd
+
+    graph = llm_fwdbwd(hidden=4, num_head=2, head_dim=2, seq=4, word=2, layers=2)
+    system = System(
+        num_chip=2, accelerator=_acc(sram_bytes=1e15), memory=Memory(dram_bw_GBps=100.0),
+        network=(NetworkDim(topology=Topology.RING, link_bw_GBps=25.0, size=2, parallelism=PP),),
+    )  # fmt: skip
+    wl = LLMWorkload(hidden_dim=4, head_dim=2, num_head=2, seq_len=4, num_layer=6,
+                     num_layer_in_graph=2, global_batch_size=4)  # fmt: skip
+    spec = Spec(graph=graph, system=system, cost=replace(COST, link_power_J_per_GB=(0.01,)),
+                execution=Execution(compute_util=0.5, word_bytes=2), workload=wl)  # fmt: skip
+    assert validate_spec(spec) == []
+    n = len(graph.kernels)
+    d = Decision(shape=(2,), sharding=(Dim.NO,) * n, micro_batch_size=1, num_tile=1,
+                 config=tuple(range(n)))  # fmt: skip
+    ref = compare(spec, d, Quirks())
+    assert ref.status is Status.OK
+    assert (ref.layers_per_stage, ref.num_micro_batch) == (2, 4)
+    assert ref.pipeline_factor == pytest.approx(13 / 12, rel=1e-12)
+    assert ref.p2p_ns == pytest.approx(2 * 4 * 4 * 2 * 6 / 25.0, rel=1e-12)
+    assert ref.workload_flop == graph.flop * 3 * 4
+    batch = ref.all_config_ii_ns * 13 / 12 * 2 * 4 + ref.p2p_ns
+    assert ref.ns_per_batch == pytest.approx(batch, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- fixed discrepancies

@@ -13,6 +13,11 @@ enumeration of every (Par_lane, Par_stage) pair of every kernel, which is only p
 the tiny core counts the tests use. A kernel's pair is fixed by the decision only when both
 ``par_lane`` and ``par_stage`` give it a value > 0.
 
+Several layers in one graph (an LLM's ``num_layer_in_graph`` = N, docs/model.md): one graph
+execution runs N consecutive layers, so the graph runs E = num_layer / N times per
+micro-batch; layers per stage, the batch multiplier, the workload FLOP and the per-stage
+weights and DRAM count those E executions, the p2p term and the quirk's bubble model layers.
+
 Weight tiling (docs/model.md): a weight kernel alone in its configuration
 divides its weight and its out-edges' spilled footprints by tf; each non-zero divisible
 footprint of an overfull configuration gets an equal share of the slack, tf >= 2; v2 rounds
@@ -361,7 +366,8 @@ class _Case:
     dp_dim: int
     gb: int  #: global batch size (1 for HPL and FFT; serving: batch x DP)
     mbs: int  #: micro-batch size (1 unless LLM; serving: the batch B)
-    layers: int
+    layers: int  #: graph executions per micro-batch (LLM: num_layer / num_layer_in_graph)
+    layers_in_graph: int  #: model layers one graph execution runs (LLM: num_layer_in_graph)
     training: bool  #: some kernel runs backward
 
 
@@ -472,10 +478,13 @@ def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
                 dp, dp_dim = shape[i], i
     if dlrm:
         dp = chips
+    in_graph = 1  # serving, DLRM, HPL, FFT: one layer (or one run) per graph execution
     if serving:
         gb, mbs, layers = decision.micro_batch_size * dp, decision.micro_batch_size, wl.num_layer
     elif llm:
-        gb, mbs, layers = wl.global_batch_size, decision.micro_batch_size, wl.num_layer
+        # N consecutive layers per graph execution: E = num_layer / N executions
+        in_graph = wl.num_layer_in_graph
+        gb, mbs, layers = wl.global_batch_size, decision.micro_batch_size, wl.num_layer // in_graph
     elif dlrm:
         gb, mbs, layers = wl.global_batch_size, 1, 1
     else:
@@ -483,7 +492,7 @@ def _case(spec: Spec, decision: Decision, quirks: Quirks) -> _Case:
     return _Case(
         spec, decision, quirks, GraphStructure.of(graph), shape, chips, llm, dlrm,
         kind is WorkloadKind.HPL, kind is WorkloadKind.FFT, serving, ex.equations is Equations.V2,
-        ex.word_bytes, tp, pp, dp, tp_dim, pp_dim, dp_dim, gb, mbs, layers,
+        ex.word_bytes, tp, pp, dp, tp_dim, pp_dim, dp_dim, gb, mbs, layers, in_graph,
         any(k.phase is Phase.BWD for k in graph.kernels),
     )  # fmt: skip
 
@@ -507,7 +516,11 @@ def _check_outer(case: _Case) -> None:
 
 def _pipeline(case: _Case) -> dict:
     """The degrees, micro-batches, layers per stage, the pipeline factor and the pipeline's
-    point-to-point ns per batch (extras of the result)."""
+    point-to-point ns per batch (extras of the result).
+
+    Layers per stage count graph executions, ceil(E / PP); the quirk's bubble and the p2p
+    term count model layers: N x ceil(E / PP) and num_layer (docs/model.md, "Several layers
+    in one graph")."""
     spec, pp, dp = case.spec, case.pp, case.dp
     nmb = case.gb // (case.mbs * dp)
     lps = _ceil_div(case.layers, pp)
@@ -515,7 +528,8 @@ def _pipeline(case: _Case) -> dict:
         return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
                     pipeline_factor=1.0, p2p_ns=(pp - 1) * _serving_hop(case))  # fmt: skip
     if case.quirks.bubble_over_layers_per_stage:
-        ccc = lps - 1 if lps >= 2 else 1
+        model_lps = case.layers_in_graph * lps
+        ccc = model_lps - 1 if model_lps >= 2 else 1
         pipeline_factor = 1 + (pp - 1) / (nmb * ccc)
     else:
         pipeline_factor = 1 + (pp - 1) / nmb
@@ -523,7 +537,7 @@ def _pipeline(case: _Case) -> dict:
     if case.llm and case.pp_dim >= 0:
         wl = spec.workload
         inter = 2 * wl.hidden_dim * wl.seq_len * case.word if case.training else 0
-        p2p = (1 / spec.system.network[case.pp_dim].link_bw_GBps) * inter * case.layers
+        p2p = (1 / spec.system.network[case.pp_dim].link_bw_GBps) * inter * wl.num_layer
         if pp == 1 and not case.quirks.p2p_without_pipeline:
             p2p = 0.0  # PP = 1 is no pipeline: nothing is sent between stages
     return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
@@ -819,16 +833,16 @@ def _training_memory(case: _Case) -> bool:
 def _training_dram(
     case: _Case, conf: _Configs, b: list[float], sh: _Shards, extra: dict
 ) -> tuple[float, float]:
-    """Training memory per chip of the first stage: parameters x (word + grad_bytes +
-    optimizer_bytes, the last / DP when sharded), kept activations x layers per stage x
+    """Training memory per chip of the first stage: parameters (MoE: E / EP experts) x (word +
+    grad_bytes + optimizer_bytes, the last / DP when sharded), kept activations x layers per stage x
     micro-batches in flight (min(PP, nmb)) x micro-batch (full recompute: the layer inputs,
     plus one layer rebuilt), dram_extra x layers, micro-batch x the widest live
     activations; the bandwidth and the capacity check as in :func:`_dram`."""
     spec, kernels, t = case.spec, case.spec.graph.kernels, case.spec.training
     lps, nmb = extra["layers_per_stage"], extra["num_micro_batch"]
     has_fwd = any(k.phase is Phase.FWD for k in kernels)
-    params = lps * sum(
-        sh.sM[i] * sh.sK[i] for i, k in enumerate(kernels)
+    params = lps * sum(  # an MoE expert GEMM holds E / EP experts
+        sh.sM[i] * sh.sK[i] * _experts_per_chip(case, k) for i, k in enumerate(kernels)
         if k.kind is KernelKind.GEMM_WEIGHT and (k.phase is Phase.FWD or not has_fwd)
     )  # fmt: skip
     opt = params * t.optimizer_bytes / (case.dp if t.optimizer_sharding else 1)
