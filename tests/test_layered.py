@@ -29,13 +29,8 @@ from dfsearch.cost.lower import Outer, lower
 from dfsearch.loader import load_toml_spec
 from dfsearch.search import _dp, _window
 from dfsearch.search.assign import _allowed, _regimes
-from dfsearch.search.layered import (
-    composed_order,
-    graph_bound_ns,
-    layer_of,
-    overlap_bound_ns,
-    sub_problem,
-)
+from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
+from dfsearch.search.layered import composed_order, layer_of, sub_problem
 from dfsearch.search.sharding import _min_fill_order, solve_spec_sharding
 
 from specs import random_spec

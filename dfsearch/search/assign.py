@@ -176,7 +176,8 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
-    from dfsearch.search.layered import graph_bound_ns, layer_of
+    from dfsearch.search.graph_bound import graph_bound_ns
+    from dfsearch.search.layered import layer_of
 
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
@@ -202,7 +203,7 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     if value2 < value:
         value, assign = value2, assign2
     if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
-        from dfsearch.search.layered import overlap_bound_ns
+        from dfsearch.search.graph_bound import overlap_bound_ns
 
         bound = max(bound, overlap_bound_ns(problem, bw, allowed))
     return value, assign, used, False, bound

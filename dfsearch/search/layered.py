@@ -19,9 +19,9 @@ is split into *blocks* that it solves exactly, and the pieces are put back toget
    first of layer i+1), and blocks' configurations may merge or split. The default
    topological order is split the same way and the better answer kept.
 
-The result is not proven optimal; ``graph_bound_ns`` is a lower bound of the summed IIs of
-*every* assignment, so the search states how far from optimal it can be, and when the
-answer meets the bound it is proven optimal after all.
+The result is not proven optimal by construction; ``search/graph_bound.py`` gives lower
+bounds of the summed IIs of *every* assignment, so the search states how far from optimal
+it can be, and when the answer meets a bound it is proven optimal after all.
 """
 
 from __future__ import annotations
@@ -35,12 +35,10 @@ from dataclasses import replace
 import numpy as np
 
 from dfsearch.codes import Phase
-from dfsearch.cost.layout import BoundCol, EdgeTable, KernelTable, Stat
+from dfsearch.cost.layout import EdgeTable, KernelTable, Stat
 from dfsearch.cost.lower import Problem, fwd_bwd_bounds
-from dfsearch.cost.overlap import combine_overlap
 
-__all__ = ["graph_bound_ns", "overlap_bound_ns", "composed_order",
-           "layered_split", "layer_of", "sub_problem", "CHUNK"]
+__all__ = ["composed_order", "layered_split", "layer_of", "sub_problem", "CHUNK"]
 
 #: kernels per block of a graph without stacked layers
 CHUNK = 40
@@ -68,198 +66,6 @@ def layer_of(names: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
         else:
             stems.append(name)
     return layer, tuple(stems)
-
-
-# --------------------------------------------------------------------------- the bound
-def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
-    """A lower bound of the summed IIs of every feasible assignment of ``problem`` (one DRAM
-    regime), in three parts:
-
-    * A kernel whose weights (plus extra SRAM) exceed the SRAM can share no configuration
-      (a configuration of two or more kernels holds every member's weights untiled), so its
-      configuration holds it alone, every edge of it crosses configurations and its II is
-      known exactly (``set_cost`` of the kernel alone, which reads nothing from other
-      configurations but the SRAM footprint, a capacity and not a time).
-    * The other kernels: the II combined from their summed additive terms
-      (``evaluate.bound_terms``: compute, kernel memory, network, all-to-all channels via the
-      maximum of their sums; max and sum are sub-additive, so a combination of sums is at
-      most the sum of the combinations), plus the DRAM traffic of every edge that *must*
-      cross configurations, once per end among them: an edge to or from a lone kernel, or one
-      whose producer may only sit in configurations before every one its consumer may sit in
-      (``allowed``: the FWD/BWD rule, pins). A crossing edge is written in one configuration
-      and read in another (``set_cost``).
-    * Kernels that can never share a configuration are bounded apart: with the FWD/BWD rule
-      and no configuration open to both, forward and backward kernels sit in disjoint sets of
-      configurations, so their bounds add up (at least the bound of both together).
-    """
-    from dfsearch.cost.evaluate import bound_terms
-
-    kt, et, cn = problem.kernels, problem.edges, problem.constants
-    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
-    if terms.shape[0] == 0:
-        return 0.0
-    alone, alone_ii = _lone_kernels(problem, dram_bw)
-    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
-    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
-    must = (last[et.src] < first[et.dst]) | alone[et.src] | alone[et.dst]
-    rest = ~alone
-    whole = _group_bound(terms, edge_tm, rest, must, et, cn.overlap)
-    fwd, bwd = rest & (kt.phase == Phase.FWD), rest & (kt.phase == Phase.BWD)
-    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
-        split = sum(_group_bound(terms, edge_tm, g, must, et, cn.overlap) for g in (fwd, bwd))
-        whole = max(whole, split)
-    return alone_ii + whole
-
-
-def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
-    """(kernels that must sit alone in their configuration, their summed exact II)."""
-    from dfsearch.cost.evaluate import set_cost
-    from dfsearch.cost.layout import NUM_SET, SetSlot
-    from dfsearch.search import _dp
-
-    kt, et, cn = problem.kernels, problem.edges, problem.constants
-    n = problem.num_kernels
-    alone = np.zeros(n, bool)
-    if not cn.sram_check or n < 2:
-        return alone, 0.0
-    total = 0.0
-    out = np.zeros(NUM_SET)
-    pos = np.empty(n, np.int64)
-    pos[_dp.topological_order(kt, et)] = np.arange(n)
-    for k in np.flatnonzero(kt.weight_sram + kt.sram_extra > cn.sram_cap):
-        where = np.where(pos < pos[k], 2, 0).astype(np.int8)  # its producers run before it
-        where[k] = 1
-        set_cost(kt, et, cn, where, dram_bw, math.inf, 1, np.zeros(n, np.int64),
-                 np.ones(n, np.int64), np.ones(n, np.int64), np.zeros(n, np.int64), out)  # fmt: skip
-        if math.isfinite(out[SetSlot.II]):
-            alone[k] = True
-            total += float(out[SetSlot.II])
-    return alone, total
-
-
-def _group_bound(terms, edge_tm, group, must, et, overlap) -> float:
-    """The additive bound of the kernels in ``group`` (one side of each must-cross edge with
-    an end in it)."""
-    if not group.any():
-        return 0.0
-    t = terms[group]
-    tc = max(float(t[:, BoundCol.TC].sum()), float(t[:, BoundCol.FLOOR].max()))
-    ends = group[et.src].astype(int) + group[et.dst].astype(int)
-    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum())
-    channels = t[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]].sum(axis=0)
-    tn = float(t[:, BoundCol.TN].sum()) + float(channels.max())
-    return combine_overlap(tc, tm, tn, overlap)
-
-
-def overlap_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
-    """A lower bound of the summed IIs that sees which kernels can overlap (perfect and
-    compute-memory overlap; 0 otherwise).
-
-    With perfect overlap, sum_c II(c) >= sum_c max(tc_c, tn_c) = TC + TN - sum_c min(tc_c,
-    tn_c), TC and TN the summed additive compute and network terms (``bound_terms``; a
-    configuration's own terms are at least the sums of its kernels'). Inside configuration c,
-    min(tc_c, tn_c) is a flow from the compute of c's kernels to their network time, and
-    kernels in one configuration are pairwise *compatible*: allowed in a common configuration
-    (FWD/BWD rule, pins) and, with the SRAM checked, w_j + w_k <= SRAM where w is a kernel's
-    weights plus extra bytes (a configuration of two or more kernels holds every member's
-    weights). So sum_c min(tc_c, tn_c) <= the maximum flow from compute to network over the
-    compatible pairs (a kernel with itself included), and the bound is TC + TN - that flow;
-    likewise compute with memory (kernel DRAM bytes and the must-cross edges of
-    ``graph_bound_ns``, one end each) and memory with network. Compute-memory overlap
-    (II = max(tc, tm) + tn) uses the compute-memory pair plus TN. The flow runs on a graph
-    with O(n) arcs (``_max_flow``)."""
-    from dfsearch.codes import Overlap
-    from dfsearch.cost.evaluate import bound_terms
-
-    kt, et, cn = problem.kernels, problem.edges, problem.constants
-    if cn.overlap == Overlap.NONE or problem.num_kernels == 0:
-        return 0.0
-    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
-    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
-    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
-    must = last[et.src] < first[et.dst]
-    tc = terms[:, BoundCol.TC].copy()
-    channels = terms[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]]
-    tn = terms[:, BoundCol.TN] + channels[:, int(channels.sum(axis=0).argmax())]
-    tm = terms[:, BoundCol.TM].copy()
-    np.add.at(tm, et.src[must], edge_tm[must])
-    np.add.at(tm, et.dst[must], edge_tm[must])
-    w = kt.weight_sram + kt.sram_extra
-    cap = cn.sram_cap if cn.sram_check else math.inf
-    groups = _compatible_groups(problem, last, first)
-
-    def paired(a: np.ndarray, b: np.ndarray) -> float:
-        flow = sum(_max_flow(a[g], b[g], w[g], cap) for g in groups)
-        return float(a.sum() + b.sum()) - flow
-
-    cm = paired(tc, tm)
-    if cn.overlap == Overlap.COMPUTE_MEMORY:
-        return cm + float(tn.sum())
-    return max(cm, paired(tc, tn), paired(tm, tn))
-
-
-def _compatible_groups(problem: Problem, last: np.ndarray, first: np.ndarray) -> list[np.ndarray]:
-    """Kernels of different groups never share a configuration: forward and backward under
-    the FWD/BWD rule when no configuration is open to both, else one group."""
-    kt, cn = problem.kernels, problem.constants
-    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
-    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
-        return [np.flatnonzero(~bwd), np.flatnonzero(bwd)]
-    return [np.arange(problem.num_kernels)]
-
-
-def _max_flow(supply: np.ndarray, demand: np.ndarray, w: np.ndarray, cap: float) -> float:
-    """An upper bound (exact up to one unit of 1e-15 of the total per arc) of the maximum
-    flow from ``supply`` to ``demand`` over the pairs (k, j) with k = j or w_k + w_j <= cap.
-
-    A *light* kernel (2 w <= cap) reaches every kernel up to its threshold in the order of w,
-    itself included, so light kernels of equal w are one node (their union reaches exactly
-    what each does); a *heavy* one reaches a prefix of light kernels and itself. A chain of
-    prefix nodes encodes the prefixes with O(n) arcs. Capacities are rounded up to integer
-    units (a larger capacity never lowers the flow), so networkx's flow is exact."""
-    import networkx as nx
-
-    total = float(supply.sum() + demand.sum())
-    if total <= 0 or supply.max(initial=0) <= 0 or demand.max(initial=0) <= 0:
-        return 0.0
-    unit = total * 1e-15
-
-    def units(x: float) -> int:
-        return math.ceil(x / unit)
-
-    light = 2 * w <= cap
-    values = np.unique(w[light])  # one node per distinct light weight, in order of w
-    heavy = np.flatnonzero(~light)
-    g = nx.DiGraph()
-    for i in range(1, len(values)):
-        g.add_edge(("p", i), ("p", i - 1))
-    for i, v in enumerate(values):
-        members = light & (w == v)
-        if demand[members].sum() > 0:
-            g.add_edge(("p", i), ("d", i))
-            g.add_edge(("d", i), "t", capacity=units(float(demand[members].sum())))
-        if supply[members].sum() > 0:
-            g.add_edge("s", ("s", i), capacity=units(float(supply[members].sum())))
-            g.add_edge(("s", i), ("p", i))  # 2 v <= cap: its own weight is within reach
-            reach = int(np.searchsorted(values, cap - v, side="right")) - 1
-            g.add_edge(("s", i), ("p", reach))
-            for h in heavy:  # light -> heavy pairs that fit
-                if w[h] + v <= cap and demand[h] > 0:
-                    g.add_edge(("s", i), ("h", int(h)))
-    for h in heavy:
-        h = int(h)
-        if demand[h] > 0:
-            g.add_edge(("h", h), "t", capacity=units(float(demand[h])))
-        if supply[h] > 0:
-            g.add_edge("s", ("sh", h), capacity=units(float(supply[h])))
-            if demand[h] > 0:
-                g.add_edge(("sh", h), ("h", h))
-            reach = int(np.searchsorted(values, cap - w[h], side="right")) - 1
-            if reach >= 0:
-                g.add_edge(("sh", h), ("p", reach))
-    if "s" not in g or "t" not in g:
-        return 0.0
-    return nx.maximum_flow_value(g, "s", "t") * unit
 
 
 # --------------------------------------------------------------------------- blocks
