@@ -404,13 +404,18 @@ def trainings(draw, graph: Graph) -> Training:
 
 
 @st.composite
-def llm_systems(draw) -> tuple[System, tuple[int, ...], tuple[Parallelism, ...]]:
+def llm_systems(
+    draw, pp_one: bool = False
+) -> tuple[System, tuple[int, ...], tuple[Parallelism, ...]]:
     """A TP / PP / DP network of 1-3 dimensions, some sizes searched (0); returns the system
-    (its chips the product of the drawn sizes), the drawn sizes and the roles."""
+    (its chips the product of the drawn sizes), the drawn sizes and the roles. ``pp_one``:
+    every PP dimension has one chip (a whole-model graph allows no pipeline)."""
     ndim = draw(st.integers(1, 3))
     variant = draw(st.sampled_from([v for v, t in TOPOLOGY_VARIANTS.items() if len(t) == ndim]))
     par = draw(st.sampled_from(PAR_TUPLES[ndim]))
     base = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    if pp_one:
+        base = tuple(1 if p is PP else s for s, p in zip(base, par))
     chips = math.prod(base)
     net = tuple(
         NetworkDim(
@@ -707,23 +712,38 @@ def serving_cases(draw) -> tuple[Spec, Decision]:
 
 
 @st.composite
-def stacked_cases(draw) -> tuple[Spec, Decision]:
+def stacked_cases(
+    draw, whole_model: tuple[bool, bool, bool] | None = None
+) -> tuple[Spec, Decision]:
     """Several layers in one graph (docs/model.md): an ``llm`` (training) or ``llm-fwd``
     generator graph of N = 2..4 stacked layers (GeLU or SwiGLU FFN, sometimes MoE) on a random
     LLM system, num_layer = N x E with PP <= E graph executions, every training option (the
     training memory model on training graphs), mostly pipelined shapes; SRAM and DRAM roomy half
-    of the time so that most mappings of the 36 to 228 kernels fit."""
+    of the time so that most mappings of the 36 to 228 kernels fit.
+
+    ``whole_model`` = (training, embedding, lm_head): the graph holds the whole model with
+    those ends (docs/model.md, "Embedding and LM head"): N = num_layer = 1..3 (E = 1, PP = 1),
+    vocabulary V = 64..4096, a divisible batch, roomy memories more often and no pins."""
     from dfsearch.kernels.generators import llm_fwd, llm_fwdbwd
 
-    n_in = draw(st.integers(2, 4))
+    n_in = draw(st.integers(1, 3)) if whole_model else draw(st.integers(2, 4))
     heads, hd = draw(st.sampled_from([1, 2])), draw(st.integers(2, 4))  # h = 1: no sharding
-    generator = llm_fwdbwd if draw(st.booleans()) else llm_fwd
+    if whole_model is None:
+        generator = llm_fwdbwd if draw(st.booleans()) else llm_fwd
+    else:
+        generator = llm_fwdbwd if whole_model[0] else llm_fwd
     params = dict(hidden=heads * hd, num_head=heads, head_dim=hd, seq=draw(st.integers(1, 16)),
                   gated_ffn=draw(st.integers(0, 1)), layers=n_in,
                   num_expert=draw(st.sampled_from([None, None, None, 2])))  # fmt: skip
+    whole = whole_model is not None
+    if whole:
+        vocab = draw(st.one_of(st.sampled_from([64, 1000, 4096]), st.integers(64, 4096)))
+        params |= dict(embedding=whole_model[1], lm_head=whole_model[2], vocab_size=vocab)
     n = len(generator(word=1, **params).kernels)
-    system, base, par = draw(llm_systems())
-    if draw(st.booleans()):  # roomy SRAM and DRAM: most mappings fit
+    system, base, par = draw(llm_systems(pp_one=whole))
+    # Hypothesis draws the simplest values (False, 0) first: whole-model cases take the roomy
+    # memories and skip the pins (whose conflicts end most of them in CONFIG) on those
+    if draw(st.booleans()) != whole:  # roomy SRAM and DRAM: most mappings fit
         acc = replace(system.accelerator, sram_bytes=1e15)
         system = replace(system, accelerator=acc, memory=replace(system.memory, dram_bytes=1e15))
     ndim, chips = len(base), system.num_chip
@@ -732,11 +752,13 @@ def stacked_cases(draw) -> tuple[Spec, Decision]:
     kernels = _no_effective_stage(list(graph.kernels), ex)
     choices = [_legal(k) for k in kernels]
     pp_size = max((s for s, p in zip(base, par) if p is PP), default=1)  # <= E (validation)
-    execs = draw(st.integers(pp_size, 6))  # E
+    execs = 1 if whole else draw(st.integers(pp_size, 6))  # E
     mbs = draw(st.integers(1, 4))
-    gb = draw(st.integers(1, 16)) if draw(st.integers(0, 7)) == 0 else draw(st.integers(1, 3)) * mbs * chips
+    odd_batch = draw(st.integers(0, 7)) == 0 and not whole
+    gb = draw(st.integers(1, 16)) if odd_batch else draw(st.integers(1, 3)) * mbs * chips
     wl = LLMWorkload(hidden_dim=heads * hd, head_dim=hd, num_head=heads, seq_len=params["seq"],
-                     num_layer=n_in * execs, num_layer_in_graph=n_in, global_batch_size=gb)  # fmt: skip
+                     num_layer=n_in * execs, num_layer_in_graph=n_in, global_batch_size=gb,
+                     vocab_size=params.get("vocab_size"))  # fmt: skip
     sharding = tuple(draw(st.sampled_from(c)) for c in choices)
     kernels = [
         replace(k, sharding=s)
@@ -752,7 +774,7 @@ def stacked_cases(draw) -> tuple[Spec, Decision]:
     spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl,
                 training=draw(trainings(graph)))  # fmt: skip
     config = draw(configs(spec))
-    if draw(st.integers(0, 3)) == 0:  # pins, one in 20 of them conflicting: a rare CONFIG
+    if draw(st.integers(0, 3)) == 0 and not whole:  # pins, one in 20 conflicting: a rare CONFIG
         pinned = tuple(draw(pins(kernels, config, ex.num_config)))
         spec = replace(spec, graph=replace(graph, kernels=pinned))
     pl, ps = draw(pars(spec, config))
@@ -832,6 +854,28 @@ def test_twin_matches_jitted_evaluator_on_stacked_layers(
     DRAM; num_layer model layers in the p2p term and N x lps in the quirk's bubble."""
     spec, decision = case
     assert validate_spec(spec) == [], validate_spec(spec)
+    compare(spec, decision, quirks)
+
+
+@settings(
+    deadline=None,
+    derandomize=True,
+    max_examples=14,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data(), quirks=st.sampled_from([Quirks(), Quirks(), Quirks.textbook()]))
+@pytest.mark.parametrize("training", [True, False], ids=["llm", "llm-fwd"])
+@pytest.mark.parametrize("ends", [(True, False), (False, True), (True, True)],
+                         ids=["embedding", "lm_head", "both"])  # fmt: skip
+def test_twin_matches_jitted_evaluator_on_whole_model_graphs(
+    training: bool, ends: tuple[bool, bool], data: st.DataObject, quirks: Quirks
+) -> None:
+    """Whole-model graphs with an embedding and / or an LM head (docs/model.md, "Embedding
+    and LM head"): the V x h table in DRAM, the V x h head weight (sharded, with its gradient
+    and optimizer state in the training memory model), the head's periodic all-reduce."""
+    spec, decision = data.draw(stacked_cases(whole_model=(training, *ends)))
+    assert validate_spec(spec) == [], validate_spec(spec)
+    assert spec.workload.num_layer == spec.workload.num_layer_in_graph
     compare(spec, decision, quirks)
 
 
