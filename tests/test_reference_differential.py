@@ -796,12 +796,14 @@ def stacked_cases(
 
 
 # --------------------------------------------------------------------------- tests
-@settings(
-    deadline=None,
-    derandomize=True,
-    max_examples=300,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+def _examples(n: int):
+    """Hypothesis settings of these tests: n examples, derandomised (the same draws on every
+    run), no deadline."""
+    return settings(deadline=None, derandomize=True, max_examples=n,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@_examples(300)
 @given(cases)
 def test_twin_matches_jitted_evaluator(case: tuple[Spec, Decision]) -> None:
     spec, decision = case
@@ -809,12 +811,7 @@ def test_twin_matches_jitted_evaluator(case: tuple[Spec, Decision]) -> None:
     compare(spec, decision)
 
 
-@settings(
-    deadline=None,
-    derandomize=True,
-    max_examples=60,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_examples(60)
 @given(cases)
 def test_twin_matches_jitted_evaluator_textbook_quirks(case: tuple[Spec, Decision]) -> None:
     spec, decision = case
@@ -824,12 +821,7 @@ def test_twin_matches_jitted_evaluator_textbook_quirks(case: tuple[Spec, Decisio
     compare(spec, decision, quirks)
 
 
-@settings(
-    deadline=None,
-    derandomize=True,
-    max_examples=200,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_examples(200)
 @given(serving_cases())
 def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decision]) -> None:
     """The serving kind's batch scaling, per-chip reads, KV cache, hop and step latency,
@@ -839,12 +831,7 @@ def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decisi
     compare(spec, decision)
 
 
-@settings(
-    deadline=None,
-    derandomize=True,
-    max_examples=60,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_examples(60)
 @given(stacked_cases(), st.sampled_from([Quirks(), Quirks(), Quirks.textbook()]))
 def test_twin_matches_jitted_evaluator_on_stacked_layers(
     case: tuple[Spec, Decision], quirks: Quirks
@@ -857,12 +844,7 @@ def test_twin_matches_jitted_evaluator_on_stacked_layers(
     compare(spec, decision, quirks)
 
 
-@settings(
-    deadline=None,
-    derandomize=True,
-    max_examples=14,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_examples(14)
 @given(data=st.data(), quirks=st.sampled_from([Quirks(), Quirks(), Quirks.textbook()]))
 @pytest.mark.parametrize("training", [True, False], ids=["llm", "llm-fwd"])
 @pytest.mark.parametrize("ends", [(True, False), (False, True), (True, True)],
