@@ -804,8 +804,8 @@ def _read_generator(
 
 
 def _ends_fit(r: _Reader, params: Mapping[str, Any], workload: Workload) -> bool:
-    """``graph.embedding`` / ``graph.lm_head``: a vocabulary, and a graph that holds the whole
-    model (docs/model.md, "Embedding and LM head")."""
+    """``graph.embedding`` / ``graph.lm_head`` need a vocabulary (docs/model.md, "Embedding
+    and LM head")."""
     asked = [k for k in ("embedding", "lm_head") if params.get(k)]
     if not asked:
         return True
@@ -814,19 +814,6 @@ def _ends_fit(r: _Reader, params: Mapping[str, Any], workload: Workload) -> bool
         r.add("workload.vocab_size", f"is required when {' and '.join(f'graph.{k}' for k in asked)}"
                                      f" = true (the embedding table and the LM head are vocab_size"
                                      f" x hidden_dim): expected an integer > 0. Got none instead.")
-        ok = False
-    num_layer = getattr(workload, "num_layer", None)
-    in_graph = getattr(workload, "num_layer_in_graph", 1)
-    if num_layer is not None and in_graph != num_layer:
-        for k in asked:
-            r.add(f"graph.{k}", f"is only allowed when the graph holds the whole model "
-                                f"(workload.num_layer_in_graph = workload.num_layer = {num_layer}: "
-                                f"one graph execution, PP = 1): the embedding runs once before "
-                                f"layer 1 and the head once after the last layer, not in each of "
-                                f"the num_layer / num_layer_in_graph graph executions; pipeline "
-                                f"stages of different layers are not supported (docs/model.md, "
-                                f"\"Embedding and LM head\"). Got true with "
-                                f"workload.num_layer_in_graph = {in_graph}.")
         ok = False
     return ok
 

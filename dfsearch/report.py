@@ -13,6 +13,7 @@ from dfsearch.workloads import model_of
 
 if TYPE_CHECKING:
     from dfsearch.search.speculative import SpeculativeResult
+    from dfsearch.search.stages import StagePlan
 
 __all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run"]
 
@@ -45,6 +46,20 @@ def describe_graph(graph: Graph) -> list[str]:
     ]
 
 
+def _pieces_line(spec: Spec) -> list[str]:
+    """How a whole model in pipeline pieces runs its graph (``search/stages.py``)."""
+    from dfsearch.kernels.pieces import split_pieces
+    from dfsearch.search.stages import is_staged
+
+    if not is_staged(spec):
+        return []
+    p, wl = split_pieces(spec.graph), spec.workload
+    return [f"          a whole model in pipeline pieces: {len(p.before)} kernels before the "
+            f"layers (first stage), {len(p.layers)} layer kernels run "
+            f"{wl.num_layer // wl.num_layer_in_graph} times per micro-batch over the stages, "
+            f"{len(p.after)} after them (last stage)"]
+
+
 def describe_spec(spec: Spec) -> list[str]:
     s, a, ex, wl = spec.system, spec.system.accelerator, spec.execution, spec.workload
     net = " x ".join(
@@ -61,6 +76,7 @@ def describe_spec(spec: Spec) -> list[str]:
                      f"{sp.num_head} heads x {sp.head_dim}, {sp.num_layer} layers; window "
                      f"K = {sp.window}, acceptance rate {sp.acceptance_rate:g}")  # fmt: skip
     lines += describe_graph(spec.graph)
+    lines += _pieces_line(spec)
     lines += [
         f"system    {s.num_chip} chips x {_si(a.peak_gflops * 1e9, 'FLOP/s')} "
         f"({a.cores} cores of {a.systolic_width}x{a.systolic_height} at {a.freq_GHz:.4g} GHz, "
@@ -85,7 +101,25 @@ def _names(kernels: tuple[str, ...], width: int = 44) -> str:
     return text[: width - 12].rsplit(",", 1)[0] + f", ... ({len(kernels)})"
 
 
-def format_evaluation(ev: Evaluation, spec: Spec | None = None) -> list[str]:
+def _config_table(ev: Evaluation, indent: str = "  ") -> list[str]:
+    """One row per non-empty configuration: kernels, times, II and what bounds it."""
+    lines = [f"{indent}{'cfg':>3}  {'kernels':<44} {'compute':>10} {'memory':>10} "
+             f"{'network':>10} {'II':>10}  bound"]  # fmt: skip
+    for i, c in enumerate(ev.configs):
+        if not c.kernels:
+            continue
+        lines.append(
+            f"{indent}{i:>3}  {_names(c.kernels):<44} {format_seconds(c.compute_ns):>10} "
+            f"{format_seconds(c.memory_ns):>10} {format_seconds(c.network_ns):>10} "
+            f"{format_seconds(c.ii_ns):>10}  {c.bottleneck}"
+        )
+    return lines
+
+
+def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan | None = None
+                      ) -> list[str]:
+    """The mapping, its configurations, times, cost and memory; with ``plan`` (a whole model
+    in pipeline pieces) the configurations are the layer graph's and the time the stages'."""
     d = ev.decision
     lines = [
         f"mapping   shape {' x '.join(map(str, d.shape))}: TP {ev.tp}, PP {ev.pp}, DP {ev.dp}; "
@@ -97,22 +131,16 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None) -> list[str]:
     if not ev.feasible:
         lines.append(f"status    INFEASIBLE: {ev.status.message} (by {ev.violation:.6g})")
         return lines
-    lines.append("")
-    head = f"  {'cfg':>3}  {'kernels':<44} {'compute':>10} {'memory':>10} {'network':>10} {'II':>10}  bound"
-    lines.append(head)
-    for i, c in enumerate(ev.configs):
-        if not c.kernels:
-            continue
-        lines.append(
-            f"  {i:>3}  {_names(c.kernels):<44} {format_seconds(c.compute_ns):>10} "
-            f"{format_seconds(c.memory_ns):>10} {format_seconds(c.network_ns):>10} "
-            f"{format_seconds(c.ii_ns):>10}  {c.bottleneck}"
-        )
+    lines += ["", *_config_table(ev)]
+    if plan is None:
+        timing = (f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p "
+                  f"{format_seconds(ev.p2p_ns)}, pipeline factor {ev.pipeline_factor:.6g}")
+    else:
+        timing = (f"slowest stage {format_seconds(max(st.time_ns for st in plan.stages))} per "
+                  f"micro-batch, p2p {format_seconds(plan.p2p_ns)}")
     lines += [
         "",
-        f"time      {ev.final_s:.10g} s {_time_unit(ev)} (final_s); "
-        f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p {format_seconds(ev.p2p_ns)}, "
-        f"pipeline factor {ev.pipeline_factor:.6g}",
+        f"time      {ev.final_s:.10g} s {_time_unit(ev)} (final_s); {timing}",
         f"util      {ev.utilization:.6%} of {ev.num_chip} x {_si(ev.peak_gflops * 1e9, 'FLOP/s')} "
         f"({ev.workload_flop:.6g} FLOP)",
         f"cost      ${ev.price.system_cost:,.2f}  (chips {ev.price.chip_cost:,.0f}, "
@@ -177,6 +205,8 @@ def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
     parts = [("weights", u.weights), ("grads", u.gradients), ("optimizer", u.optimizer),
              ("activations", u.activations), ("KV/extra", u.data),
              ("workspace", max(0.0, ev.dram_bytes - u.fixed))]  # fmt: skip
+    if u.stage_others > 0:
+        parts.insert(-1, ("embedding/LM head", u.stage_others))
     notes = []
     if spec is not None:
         t = spec.training
@@ -223,7 +253,9 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     lines = [title] if title else []
     lines += describe_spec(result.spec)
     if ev is not None:
-        lines += format_evaluation(ev, result.spec)
+        lines += format_evaluation(ev, result.spec, result.stages)
+        if result.stages is not None:
+            lines += _stage_lines(result.stages)
     else:
         lines += ["", result.infeasible_message()]
     lines += [
@@ -243,6 +275,38 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     if result.speculative is not None:
         lines += _speculative_lines(result.speculative)
     return "\n".join(lines)
+
+
+def _stage_lines(plan: StagePlan) -> list[str]:
+    """The pipeline stages of a whole model and the mappings of its ends (docs/model.md,
+    "Pipeline stages of a whole model")."""
+    t_max = max(st.time_ns for st in plan.stages)
+    slow = next(i for i, st in enumerate(plan.stages) if st.time_ns == t_max)
+    rest = sum(st.time_ns for st in plan.stages) - t_max
+    lines = [
+        f"stages    {len(plan.stages)} pipeline stage(s); the table above is the layer graph, "
+        "which every stage runs",
+        f"  {'stage':>5}  {'layers':>6}  {'runs':<34} {'per micro-batch':>15}  {'DRAM per chip':>13}",
+    ]
+    for i, st in enumerate(plan.stages):
+        runs = " + ".join([*(["embedding"] if st.before else []), f"{st.runs} x layer graph",
+                           *(["LM head"] if st.after else [])])
+        lines.append(f"  {i + 1:>5}  {st.layers:>6}  {runs:<34} {format_seconds(st.time_ns):>15}  "
+                     f"{_si(st.dram_bytes, 'B'):>13}" + ("  slowest" if i == slow else ""))
+    lines.append(
+        f"          batch = {plan.micro_batches} micro-batches x {format_seconds(t_max)} + "
+        f"{plan.bubble:.4g} x {format_seconds(rest)} (the other stages) + p2p "
+        f"{format_seconds(plan.p2p_ns)} = {format_seconds(plan.batch_ns)}"
+    )
+    if not plan.split_exact:
+        lines.append("          a piece runs slower in its stage than alone: the split is not proven optimal")
+    for name, r in (("embedding", plan.before), ("LM head", plan.after)):
+        if r is None or r.evaluation is None:
+            continue
+        e = r.evaluation
+        lines += [f"{name:<9} {len(r.spec.graph.kernels)} kernels, tiles {e.decision.num_tile}, "
+                  f"all-config II {format_seconds(e.all_config_ii_ns)}", *_config_table(e)]
+    return lines
 
 
 def _speculative_lines(sp: SpeculativeResult) -> list[str]:

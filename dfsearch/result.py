@@ -14,6 +14,7 @@ from dfsearch.spec import Spec
 
 if TYPE_CHECKING:
     from dfsearch.search.speculative import SpeculativeResult
+    from dfsearch.search.stages import StagePlan
 
 __all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
 
@@ -144,6 +145,8 @@ class RunResult:
     violations: tuple[Violation, ...] = ()  #: when infeasible: the binding constraints
     #: with ``[speculative]``: the speculative-decoding search (``search/speculative.py``)
     speculative: SpeculativeResult | None = None
+    #: a whole model in pipeline pieces (``search/stages.py``): the stages and the pieces
+    stages: StagePlan | None = None
 
     @property
     def status(self) -> RunStatus:
@@ -200,6 +203,8 @@ class RunResult:
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
         if self.speculative is not None:
             out["speculative"] = self.speculative.to_json()
+        if self.stages is not None:
+            out["pipeline_stages"] = self.stages.to_json()
         return out
 
 

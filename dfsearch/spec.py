@@ -57,6 +57,7 @@ __all__ = [
     "Workload",
     "Speculative",
     "SearchSettings",
+    "StagePiece",
     "Spec",
 ]
 
@@ -306,6 +307,17 @@ class SearchSettings:
 
 # --------------------------------------------------------------------------- spec
 @dataclass(**_FROZEN)
+class StagePiece:
+    """The role of a graph that is one piece of a pipeline stage of a whole model (set by
+    ``search/stages.py`` on the specs of the pieces it searches; no spec file sets it):
+    the graph runs ``runs`` times per micro-batch in its stage, and the stage's other pieces
+    keep ``resident_bytes`` of fixed DRAM per chip beside it."""
+
+    runs: int
+    resident_bytes: float = 0.0
+
+
+@dataclass(**_FROZEN)
 class Spec:
     """Everything one run needs: graph, system, cost, execution, workload, search, training
     and, for a speculative-decoding serving run, ``speculative``."""
@@ -318,6 +330,8 @@ class Spec:
     search: SearchSettings = SearchSettings()
     training: Training = Training()
     speculative: Speculative | None = None  #: ``[speculative]`` (llm_serving decode only)
+    #: the graph is one piece of a pipeline stage (``search/stages.py`` only)
+    piece: StagePiece | None = None
 
     @property
     def num_copy(self) -> int:

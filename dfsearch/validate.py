@@ -547,6 +547,8 @@ def validate_parts(
                 _check_kernel_work(s, graph)
             if sharded and not execution.skip_inter_chip_optimization:
                 _check_llm_tiling(s, graph)
+    if graph is not None and graph_ok and workload is not None:
+        _check_pieces(s, graph, workload)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:
@@ -569,6 +571,19 @@ def validate_parts(
             if issue is not None:
                 s.issues.append(issue)
     return s.issues
+
+
+def _check_pieces(s: IssueSink, graph: Graph, workload: Workload) -> None:
+    """A stacked LLM graph run more than once per micro-batch: its kernels outside the layers
+    must be ends of the model (``kernels/pieces.py``)."""
+    from dfsearch.kernels.pieces import PiecesError, split_pieces
+
+    if getattr(workload, "num_layer", 1) <= getattr(workload, "num_layer_in_graph", 1):
+        return
+    try:
+        split_pieces(graph)
+    except PiecesError as e:
+        s.add("graph.kernels", f"{e}.")
 
 
 def _check_training(

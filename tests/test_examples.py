@@ -34,6 +34,7 @@ EXPECTED = {
     "llama3_8b_decode_sn40l.toml",
     "llama3_405b_specdec_sn40l.toml",
     "gpt_whole_model.toml",
+    "gpt_pipeline.toml",
 }
 
 # example -> (DFModel case folder, graph executions per run, "Workload FLOP" DFModel printed)

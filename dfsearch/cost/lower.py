@@ -16,7 +16,7 @@ configuration assignment and are the evaluator's job.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -171,6 +171,8 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     k_chan.setflags(write=False)
     ext = sum(k.dram_extra_bytes for k in g.kernels)
     dram = model.dram(ctx, weight_total, ext)
+    if spec.piece is not None:  # one piece of a pipeline stage: the others' bytes stay beside it
+        dram = replace(dram, stage_others=spec.piece.resident_bytes)
     extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in g.kernels)
     constants = _constants(
         ctx, model, dram_fixed=dram.fixed, act_mult=dram.act_mult, batch_mult=batch_mult, net=net,
@@ -217,9 +219,12 @@ def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> 
                          outer.shape)  # fmt: skip
         for i, k in enumerate(kernels)
     )
+    batch = model.batch(spec, outer, grp)
+    if spec.piece is not None:  # one piece of a pipeline stage runs piece.runs times in it
+        batch = replace(batch, stage_runs=spec.piece.runs)
     return Lowering(
         spec=spec, outer=outer, quirks=quirks, groups=grp,
-        batch=model.batch(spec, outer, grp), sharding=sharding, num_tile=t, dims=dims,
+        batch=batch, sharding=sharding, num_tile=t, dims=dims,
         structure=GraphStructure.of(spec.graph),
         chips_per_copy=spec.system.num_chip // spec.num_copy,
     )  # fmt: skip

@@ -55,11 +55,14 @@ class DramUse:
     activations: float = 0.0  #: kept for the backward pass (training memory model)
     data: float = 0.0
     act_mult: float = 0.0
+    #: fixed bytes of the other pieces of the same pipeline stage (``Spec.piece``)
+    stage_others: float = 0.0
 
     @property
     def fixed(self) -> float:
         """Every byte but the working set."""
-        return self.weights + self.gradients + self.optimizer + self.activations + self.data
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.data
+                + self.stage_others)
 
 
 def memory_model(spec: Spec) -> MemoryModel:

@@ -57,7 +57,7 @@ from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
-__all__ = ["search", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "outer_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
@@ -185,6 +185,11 @@ def search(
         If a selected strategy needs an optional dependency that is not installed (before
         any work is done).
     """
+    from dfsearch.search import stages
+
+    if pinned is None and stages.is_staged(spec):  # a whole model in pipeline pieces
+        return stages.search_stages(spec, seed=seed, time_limit_s=time_limit_s,
+                                    max_evaluations=max_evaluations, progress=progress)
     outer = outer_strategy(spec.search.strategy)
     assignment = assignment_strategy(spec.search.assignment)
     seed = spec.search.seed if seed is None else seed
@@ -259,6 +264,15 @@ def _dominance_step(spec: Spec, problem: Problem) -> int:
     if any(k.config >= 0 for k in spec.graph.kernels):
         return 0
     return 2 if problem.constants.fb_rule else 1
+
+
+def outer_sharding(
+    spec: Spec, shape: tuple[int, ...], num_tile: int, placement: Placement | None = None,
+    cache: dict | None = None,
+) -> tuple[Dim, ...]:
+    """The inter-chip sharding the search uses on (shape, tile count, placement): the
+    spec's pinned choices, the byte-minimal solution of the sharding pass for the rest."""
+    return _sharding(spec, shape, num_tile, {} if cache is None else cache, placement)
 
 
 def _sharding(

@@ -68,6 +68,9 @@ class Batch:
     pp: int
     layers: int
     layers_in_graph: int = 1  #: model layers one graph execution runs
+    #: graph executions in this stage when the spec is a piece of a stage (``Spec.piece``);
+    #: 0: ceil(layers / pp)
+    stage_runs: int = 0
 
     @property
     def num_micro_batch(self) -> int:
@@ -77,7 +80,7 @@ class Batch:
 
     @property
     def layers_per_stage(self) -> int:
-        return _ceil_div(self.layers, self.pp)
+        return self.stage_runs if self.stage_runs > 0 else _ceil_div(self.layers, self.pp)
 
 
 #: the batch structure of a kind that runs its graph once per batch (HPL, FFT)
