@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfsearch.cost.model import Evaluation
+from dfsearch.cost.stages import StagePlan
 from dfsearch.decision import Decision
 from dfsearch.errors import InfeasibleError
 from dfsearch.result import RunResult
 from dfsearch.search.engine import Progress
 from dfsearch.spec import Spec
 
-__all__ = ["run", "evaluate", "load"]
+__all__ = ["run", "evaluate", "evaluate_mapping", "load"]
 
 
 def load(source: str | Path | Spec) -> Spec:
@@ -110,7 +111,44 @@ def _check_run_args(seed: object, time_limit_s: object, max_evaluations: object)
 
 
 def evaluate(source: str | Path | Spec, decision: Decision) -> Evaluation:
-    """Evaluate one complete decision with DFModel's equations (no search)."""
-    from dfsearch.cost.model import evaluate as _evaluate
+    """Evaluate one complete decision with DFModel's equations (no search).
 
-    return _evaluate(load(source), decision)
+    Raises
+    ------
+    SpecError
+        Bad input, or a whole model in pipeline pieces (``evaluate_mapping`` evaluates its
+        mapping files: one decision per piece).
+    """
+    from dfsearch.cost.model import evaluate as _evaluate
+    from dfsearch.cost.stages import is_staged
+
+    spec = load(source)
+    if is_staged(spec):
+        from dfsearch.errors import SpecError
+
+        raise SpecError("a whole model in pipeline pieces (an embedding or LM head with "
+                        "num_layer_in_graph < num_layer) has one decision per piece: use "
+                        "dfsearch.api.evaluate_mapping with a mapping file",
+                        file="dfsearch.evaluate")  # fmt: skip
+    return _evaluate(spec, decision)
+
+
+def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
+                     ) -> tuple[Evaluation, StagePlan | None]:
+    """Evaluate the mapping file ``mapping`` (docs/mapping.md) on a spec: (the evaluation,
+    the pipeline stages of a whole model in pieces, else None).
+
+    Raises
+    ------
+    SpecError
+        Bad spec or mapping file.
+    """
+    from dfsearch.cost.model import evaluate as _evaluate
+    from dfsearch.cost.stages import evaluate_staged, is_staged
+    from dfsearch.mapping import load_mapping, load_staged_mapping
+
+    spec = load(source)
+    if is_staged(spec):
+        m = load_staged_mapping(mapping, spec)
+        return evaluate_staged(spec, m.decisions, m.stage_layers)
+    return _evaluate(spec, load_mapping(mapping, spec)), None

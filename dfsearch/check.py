@@ -132,6 +132,8 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     ------
     SolverUnavailableError
         If OR-Tools is not installed (exit code 2); raised before the search runs.
+    SpecError
+        For a whole model in pipeline pieces (exit code 2): not one graph.
     InfeasibleError
         If the search finds no feasible mapping (exit code 1).
     RuntimeError
@@ -144,6 +146,7 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     from dfsearch.search.exact import solve_exact
     from dfsearch.search.strategies import assignment_strategy
 
+    _one_graph(spec)
     assignment_strategy("cp-sat")  # SolverUnavailableError before any work without OR-Tools
     run = run_search(spec, seed=seed)
     ev = run.evaluation
@@ -174,6 +177,19 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
         gap=gap,
         gap_kind=kind,
     )
+
+
+def _one_graph(spec: Spec) -> None:
+    """SpecError for a whole model in pipeline pieces: the exact solver takes one graph."""
+    from dfsearch.cost.stages import is_staged
+    from dfsearch.errors import SpecError
+
+    if is_staged(spec):
+        raise SpecError("cannot check this spec: the exact solver takes one graph, and this is a "
+                        "whole model in pipeline pieces (an embedding or LM head with "
+                        "num_layer_in_graph < num_layer); 'dfsearch run' solves its pieces one by "
+                        "one and its status says whether every piece is proven optimal",
+                        file="dfsearch check")  # fmt: skip
 
 
 def _final_s(problem, ii: float | None) -> float | None:

@@ -271,7 +271,10 @@ def _write_run(result, path: Path, json_out: str | None, mapping_out: Path | Non
     if mapping_out:
         from dfsearch.mapping import decision_to_mapping, mapping_to_toml
 
-        _write_file(mapping_out, mapping_to_toml(decision_to_mapping(result.spec, result.evaluation.decision)))
+        plan = result.stages
+        names = plan.names["layers"] if plan is not None else None
+        m = decision_to_mapping(result.spec, result.evaluation.decision, names)
+        _write_file(mapping_out, mapping_to_toml(m | (plan.mapping() if plan is not None else {})))
     if result.status is RunStatus.INTERRUPTED:
         typer.echo("interrupted: the mapping above is the best found so far, not proven.", err=True)
         raise typer.Exit(130)
@@ -286,24 +289,24 @@ def eval_(
     """Evaluate one given mapping (no search) and report it."""
     _check_args(inputs=(spec, mapping), outputs={"--json": json_out})
     from dfsearch import api
-    from dfsearch.mapping import load_mapping
-    from dfsearch.report import describe_spec, format_evaluation
+    from dfsearch.report import describe_spec, format_evaluation, stage_lines
 
     try:
         s = api.load(spec)
-        decision = load_mapping(mapping, s)
-        ev = api.evaluate(s, decision)
+        ev, plan = api.evaluate_mapping(s, mapping)
     except SpecError as exc:
         raise _fail(exc) from None
     if json_out != "-":
-        typer.echo("\n".join([f"dfsearch {__version__}: {spec} with {mapping}"] + describe_spec(s) + format_evaluation(ev, s)))
+        lines = [f"dfsearch {__version__}: {spec} with {mapping}", *describe_spec(s),
+                 *format_evaluation(ev, s, plan), *(stage_lines(plan) if plan else [])]
+        typer.echo("\n".join(lines))
     if json_out:
         from dfsearch.result import RunResult, SearchStats
 
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
-        _write_json(_finite(RunResult(s, ev, stats).to_json() | extra), json_out)
+        _write_json(_finite(RunResult(s, ev, stats, stages=plan).to_json() | extra), json_out)
     if not ev.feasible:
         typer.echo(f"{mapping}: infeasible mapping: {ev.status.message} (by {ev.violation:.6g}).", err=True)
         raise typer.Exit(1)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from dfsearch.placement import Placement, fixed_placement, has_searched_dims, pa
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
-__all__ = ["load_mapping", "decision_to_mapping", "mapping_to_toml"]
+__all__ = ["load_mapping", "load_staged_mapping", "StagedMapping", "decision_to_mapping", "mapping_to_toml"]
 
 #: Largest accepted values (the ranges of the matching spec fields, docs/spec.md).
 MAX_MICRO_BATCH = 2**40
@@ -79,22 +80,37 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
     SpecError
         For unreadable files, unknown kernel names, wrong types or values.
     """
+    path = Path(path)
+    issues: list[Issue] = []
+    decision = _decision(_read(path), spec, issues)
+    if issues or decision is None:
+        raise SpecError(issues, file=str(path))
+    return decision
+
+
+def _decision(data: dict[str, Any], spec: Spec, issues: list[Issue], *, prefix: str = "",
+              outer: tuple[tuple[int, ...], Placement | None, int] | None = None) -> Decision | None:
+    """The decision a mapping table describes (None when it has problems, added to
+    ``issues`` with ``prefix`` before their paths). ``outer`` = (shape, placement, micro-batch
+    size) when they come from elsewhere (an end's table in a whole-model mapping)."""
     from dfsearch.search import outer as outer_mod
 
-    path = Path(path)
-    data = _read(path)
-    issues: list[Issue] = []
+    own: list[Issue] = []
     index = {k.name: i for i, k in enumerate(spec.graph.kernels)}
-    shape = _read_shape(data, spec, issues)
-    placement = _read_placement(data, spec, shape, issues)
-    mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH,
-                     issues)  # fmt: skip
-    t = _read_num_tile(data, spec, issues)
-    config, c_eff = _read_config(data, spec, index, issues)
-    pinned = _read_sharding(data, index, issues)
-    pl, ps = _read_cores(data, spec, index, issues)
-    if issues:
-        raise SpecError(issues, file=str(path))
+    if outer is None:
+        shape = _read_shape(data, spec, own)
+        placement = _read_placement(data, spec, shape, own)
+        mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec),
+                         MAX_MICRO_BATCH, own)  # fmt: skip
+    else:
+        shape, placement, mbs = outer
+    t = _read_num_tile(data, spec, own)
+    config, c_eff = _read_config(data, spec, index, own)
+    pinned = _read_sharding(data, index, own)
+    pl, ps = _read_cores(data, spec, index, own)
+    issues += [Issue(prefix + i.path, i.message) for i in own]
+    if own:
+        return None
     return Decision(
         shape=shape,
         sharding=_complete_sharding(spec, shape, t, pinned, placement),
@@ -106,6 +122,80 @@ def load_mapping(path: str | Path, spec: Spec) -> Decision:
         par_stage=tuple(ps) if any(ps) else (),
         placement=placement,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StagedMapping:
+    """A mapping of a whole model in pipeline pieces (``cost/stages.py``)."""
+
+    decisions: dict[str, Decision]  #: piece ("before", "layers", "after") -> its decision
+    stage_layers: tuple[int, ...] | None  #: layer-graph executions per stage (None: best split)
+
+
+def load_staged_mapping(path: str | Path, spec: Spec) -> StagedMapping:
+    """Read the mapping of a whole model in pipeline pieces: the layer graph at the top level
+    (shape, placement, micro-batch size, tile count, configurations, sharding of its kernels),
+    one table per end (``embedding``, ``lm_head``: tile count, configurations, sharding), and
+    optionally ``stage_layers``, the layer-graph executions of every stage.
+
+    Raises
+    ------
+    SpecError
+        As ``load_mapping``; also a missing end table or a ``stage_layers`` that does not
+        give every stage at least one execution and all of them in total.
+    """
+    from dfsearch.cost.stages import LABELS, members_of, piece_spec
+    from dfsearch.search import outer as outer_mod
+
+    path = Path(path)
+    data = _read(path)
+    issues: list[Issue] = []
+    members = members_of(spec)
+    mbs = _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH,
+                     []) or 1  # fmt: skip  (the layer graph's reading reports a bad value)
+    lay = _decision(data, piece_spec(spec, members["layers"], mbs), issues)
+    decisions = {"layers": lay} if lay is not None else {}
+    for name in ("before", "after"):
+        key = LABELS[name]
+        table = data.get(key)
+        if not members[name]:
+            if key in data:
+                issues.append(Issue(key, "is not a piece of this graph: it has no such end."))
+        elif not isinstance(table, dict):
+            where = "first" if name == "before" else "last"
+            issues.append(Issue(key, f"is required: a table with this end's num_tile, config and "
+                                     f"sharding (it runs in the {where} pipeline stage). Got "
+                                     f"{'none' if table is None else repr(table)} instead."))
+        elif lay is not None:
+            end = piece_spec(spec, members[name], mbs, end=True)
+            d = _decision(table, end, issues, prefix=f"{key}.", outer=(lay.shape, lay.placement, mbs))
+            if d is not None:
+                decisions[name] = d
+    split = _read_stage_layers(data, spec, lay, issues) if lay is not None else None
+    if issues:
+        raise SpecError(issues, file=str(path))
+    return StagedMapping(decisions=decisions, stage_layers=split)
+
+
+def _read_stage_layers(data: dict[str, Any], spec: Spec, lay: Decision,
+                       issues: list[Issue]) -> tuple[int, ...] | None:
+    """``stage_layers``: PP integers >= 1 summing to E (None when absent)."""
+    from dfsearch.cost.network import groups
+
+    if "stage_layers" not in data:
+        return None
+    v = data["stage_layers"]
+    pp = groups(spec.system, lay.shape, lay.placement).pp
+    wl = spec.workload
+    e = wl.num_layer // wl.num_layer_in_graph
+    ok = (isinstance(v, list) and len(v) == pp and all(_is_int(x, 1, e) for x in v)
+          and sum(v) == e)  # fmt: skip
+    if not ok:
+        issues.append(Issue("stage_layers", f"must list PP = {pp} integers >= 1, the layer-graph "
+                                            f"executions of each stage, summing to num_layer / "
+                                            f"num_layer_in_graph = {e}. Got {v!r} instead."))
+        return None
+    return tuple(v)
 
 
 def _int_field(data: dict[str, Any], key: str, default: int | None, hi: int,
@@ -364,9 +454,11 @@ def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[
     return solve_spec_sharding(pinned_spec, shape, t, placement).sharding
 
 
-def decision_to_mapping(spec: Spec, d: Decision) -> dict[str, Any]:
-    """The mapping-file object of a decision (inverse of ``load_mapping``)."""
-    names = [k.name for k in spec.graph.kernels]
+def decision_to_mapping(spec: Spec, d: Decision, names: tuple[str, ...] | None = None
+                        ) -> dict[str, Any]:
+    """The mapping-file object of a decision (inverse of ``load_mapping``); ``names``: the
+    kernels it maps (default the spec's graph; a whole model in pieces: the layer graph's)."""
+    names = names if names is not None else tuple(k.name for k in spec.graph.kernels)
     out: dict[str, Any] = {
         "shape": list(d.shape),
         "micro_batch_size": d.micro_batch_size,
@@ -397,11 +489,24 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
     ]
     if "num_config" in m:
         lines.append(f"num_config = {m['num_config']}  # configurations, empty ones included")
-    lines += [
-        "",
-        "[config]  # kernel -> configuration index",
-    ]
-    lines += [f"{_key(k)} = {v}" for k, v in m["config"].items()]
-    lines += ["", "[sharding]  # kernel -> dimension split across the TP group"]
-    lines += [f"{_key(k)} = {json.dumps(v)}" for k, v in m["sharding"].items()]
+    if "stage_layers" in m:
+        lines.append(f"stage_layers = {json.dumps(m['stage_layers'])}  # layer-graph "
+                     "executions per pipeline stage")
+    lines += _tables("", m)
+    for end in ("embedding", "lm_head"):
+        if end in m:
+            t = m[end]
+            lines += ["", f"[{end}]  # runs once per micro-batch in the "
+                          f"{'first' if end == 'embedding' else 'last'} pipeline stage",
+                      f"num_tile = {t['num_tile']}", f"num_config = {t['num_config']}"]
+            lines += _tables(f"{end}.", t)
     return "\n".join(lines) + "\n"
+
+
+def _tables(prefix: str, m: dict[str, Any]) -> list[str]:
+    """The ``config`` and ``sharding`` tables of a mapping object."""
+    lines = ["", f"[{prefix}config]  # kernel -> configuration index"]
+    lines += [f"{_key(k)} = {v}" for k, v in m["config"].items()]
+    lines += ["", f"[{prefix}sharding]  # kernel -> dimension split across the TP group"]
+    lines += [f"{_key(k)} = {json.dumps(v)}" for k, v in m["sharding"].items()]
+    return lines

@@ -12,10 +12,11 @@ from dfsearch.spec import Graph, Spec
 from dfsearch.workloads import model_of
 
 if TYPE_CHECKING:
+    from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
-    from dfsearch.search.stages import StagePlan
 
-__all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run"]
+__all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run",
+           "stage_lines"]
 
 
 def format_seconds(ns: float) -> str:
@@ -47,9 +48,9 @@ def describe_graph(graph: Graph) -> list[str]:
 
 
 def _pieces_line(spec: Spec) -> list[str]:
-    """How a whole model in pipeline pieces runs its graph (``search/stages.py``)."""
+    """How a whole model in pipeline pieces runs its graph (``cost/stages.py``)."""
+    from dfsearch.cost.stages import is_staged
     from dfsearch.kernels.pieces import split_pieces
-    from dfsearch.search.stages import is_staged
 
     if not is_staged(spec):
         return []
@@ -255,7 +256,7 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     if ev is not None:
         lines += format_evaluation(ev, result.spec, result.stages)
         if result.stages is not None:
-            lines += _stage_lines(result.stages)
+            lines += stage_lines(result.stages)
     else:
         lines += ["", result.infeasible_message()]
     lines += [
@@ -277,7 +278,7 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     return "\n".join(lines)
 
 
-def _stage_lines(plan: StagePlan) -> list[str]:
+def stage_lines(plan: StagePlan) -> list[str]:
     """The pipeline stages of a whole model and the mappings of its ends (docs/model.md,
     "Pipeline stages of a whole model")."""
     t_max = max(st.time_ns for st in plan.stages)
@@ -286,12 +287,12 @@ def _stage_lines(plan: StagePlan) -> list[str]:
     lines = [
         f"stages    {len(plan.stages)} pipeline stage(s); the table above is the layer graph, "
         "which every stage runs",
-        f"  {'stage':>5}  {'layers':>6}  {'runs':<34} {'per micro-batch':>15}  {'DRAM per chip':>13}",
+        f"  {'stage':>5}  {'layers':>6}  {'runs':<40} {'per micro-batch':>15}  {'DRAM per chip':>13}",
     ]
     for i, st in enumerate(plan.stages):
         runs = " + ".join([*(["embedding"] if st.before else []), f"{st.runs} x layer graph",
                            *(["LM head"] if st.after else [])])
-        lines.append(f"  {i + 1:>5}  {st.layers:>6}  {runs:<34} {format_seconds(st.time_ns):>15}  "
+        lines.append(f"  {i + 1:>5}  {st.layers:>6}  {runs:<40} {format_seconds(st.time_ns):>15}  "
                      f"{_si(st.dram_bytes, 'B'):>13}" + ("  slowest" if i == slow else ""))
     lines.append(
         f"          batch = {plan.micro_batches} micro-batches x {format_seconds(t_max)} + "
@@ -300,11 +301,11 @@ def _stage_lines(plan: StagePlan) -> list[str]:
     )
     if not plan.split_exact:
         lines.append("          a piece runs slower in its stage than alone: the split is not proven optimal")
-    for name, r in (("embedding", plan.before), ("LM head", plan.after)):
-        if r is None or r.evaluation is None:
+    for name, label in (("before", "embedding"), ("after", "LM head")):
+        e = plan.pieces.get(name)
+        if e is None:
             continue
-        e = r.evaluation
-        lines += [f"{name:<9} {len(r.spec.graph.kernels)} kernels, tiles {e.decision.num_tile}, "
+        lines += [f"{label:<9} {len(plan.names[name])} kernels, tiles {e.decision.num_tile}, "
                   f"all-config II {format_seconds(e.all_config_ii_ns)}", *_config_table(e)]
     return lines
 

@@ -13,8 +13,8 @@ from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
 
 if TYPE_CHECKING:
+    from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
-    from dfsearch.search.stages import StagePlan
 
 __all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
 
@@ -145,7 +145,7 @@ class RunResult:
     violations: tuple[Violation, ...] = ()  #: when infeasible: the binding constraints
     #: with ``[speculative]``: the speculative-decoding search (``search/speculative.py``)
     speculative: SpeculativeResult | None = None
-    #: a whole model in pipeline pieces (``search/stages.py``): the stages and the pieces
+    #: a whole model in pipeline pieces (``cost/stages.py``): the stages and the pieces
     stages: StagePlan | None = None
 
     @property
@@ -174,7 +174,10 @@ class RunResult:
         ev = self.evaluation
         lb = self.search.lower_bound_s
         if ev is not None:
-            out |= _evaluation_json(self.spec, ev)
+            names = self.stages.names["layers"] if self.stages is not None else None
+            out |= _evaluation_json(self.spec, ev, names)
+            if self.stages is not None:  # the ends' parts of a mapping file
+                out |= self.stages.mapping()
         else:
             out["final_s"] = None
             out["violations"] = [v.to_json() for v in self.violations]
@@ -221,9 +224,12 @@ def _memory_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _evaluation_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
+def _evaluation_json(spec: Spec, ev: Evaluation, names: tuple[str, ...] | None = None
+                     ) -> dict[str, Any]:
+    """The evaluation's figures and mapping; ``names``: the kernels its decision maps (default
+    the spec's graph; a whole model in pieces: the layer graph's)."""
     d = ev.decision
-    names = [k.name for k in spec.graph.kernels]
+    names = names if names is not None else tuple(k.name for k in spec.graph.kernels)
     return {
         "final_s": ev.final_s,
         "ns_per_batch": ev.ns_per_batch,

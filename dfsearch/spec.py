@@ -153,6 +153,10 @@ class Graph:
         """Sum of the kernels' unsharded FLOP (one graph execution)."""
         return float(sum(k.flop for k in self.kernels))
 
+    def flop_of(self, members: tuple[int, ...]) -> float:
+        """Sum of the unsharded FLOP of the kernels at positions ``members``."""
+        return float(sum(self.kernels[k].flop for k in members))
+
     @property
     def is_training(self) -> bool:
         return any(k.phase is Phase.BWD for k in self.kernels)

@@ -183,7 +183,7 @@ def test_spec_needs_workload_vocab_size() -> None:
 def test_ends_with_several_graph_executions_make_a_staged_model() -> None:
     # N < num_layer: the ends run once per micro-batch, in the first and last stage
     # (tests/test_stages.py); the spec is accepted and searched in pieces
-    from dfsearch.search.stages import is_staged
+    from dfsearch.cost.stages import is_staged
 
     assert is_staged(_spec(num_layer=4, in_graph=2))
     assert is_staged(_spec(num_layer=4, in_graph=2, graph="lm_head = true"))

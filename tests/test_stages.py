@@ -18,11 +18,12 @@ from typer.testing import CliRunner
 from dfsearch import api
 from dfsearch.cli import app
 from dfsearch.codes import RunStatus
+from dfsearch.cost import stages
 from dfsearch.errors import SpecError
 from dfsearch.kernels.generators import generate
 from dfsearch.kernels.pieces import PiecesError, split_pieces, subgraph
 from dfsearch.loader import load_toml_spec
-from dfsearch.search import stages
+from dfsearch.search import stages as stage_search
 from dfsearch.spec import Connection, Graph
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpt3_1.5B_a100x4.toml"
@@ -189,10 +190,7 @@ def test_whole_model_over_two_stages(pp2) -> None:
     assert sum(s.runs for s in st) == 8 and all(s.runs >= 1 for s in st)
     # the stage times from the pieces' own IIs: T_s = sum of II x runs x micro-batch
     m = ev.decision.micro_batch_size
-    ii = {
-        n: p.evaluation.all_config_ii_ns
-        for n, p in (("before", plan.before), ("layers", plan.layers), ("after", plan.after))
-    }
+    ii = {n: p.all_config_ii_ns for n, p in plan.pieces.items()}
     want = [
         ii["before"] * m + st[0].runs * ii["layers"] * m,
         st[1].runs * ii["layers"] * m + ii["after"] * m,
@@ -214,7 +212,7 @@ def test_whole_model_flop_and_physics_floors(pp2) -> None:
     ev, plan, spec = pp2.evaluation, pp2.stages, pp2.spec
     wl = spec.workload
     s, h = wl.seq_len, wl.hidden_dim
-    layer = plan.layers.spec.graph.flop
+    layer = spec.graph.flop_of(stages.members_of(spec)["layers"])
     # docs/model.md: the ends add 6shV + 2sV + 4sh FLOP to a training graph
     ends = 6 * s * h * V + 2 * s * V + 4 * s * h
     assert ev.workload_flop == pytest.approx((8 * layer + ends) * wl.global_batch_size, rel=1e-12)
@@ -254,11 +252,11 @@ def test_every_outer_bound_is_below_its_solution() -> None:
     spec = _spec(pp=None)
     p = split_pieces(spec.graph)
     members = {"before": p.before, "layers": p.layers, "after": p.after}
-    run = stages._Run(spec, None, 10**9, math.inf, violations={}, notes=[])
-    choices = stages._choices(spec, p.layers)
+    run = stage_search._Run(spec, None, 10**9, math.inf)
+    choices = stage_search._choices(spec, p.layers)
     assert len(choices) >= 2
     for bound, shape, pl, mbs in choices:
-        found = stages._solve_choice(run, members, shape, pl, mbs, bound)
+        found = stage_search._solve_choice(run, members, shape, pl, mbs, bound)
         assert found is not None and found[0].final_ns >= bound
 
 
@@ -308,3 +306,60 @@ def test_stray_end_kernel_is_a_spec_error() -> None:
         api.load(bad)
     assert [i.path for i in err.value.issues] == ["graph.kernels"]
     assert "'Stray' is outside the stacked layers" in err.value.issues[0].message
+
+
+# --------------------------------------------------------------------------- mapping files
+def test_mapping_file_round_trip(pp2, tmp_path: Path) -> None:
+    """run --mapping-out, then eval of that file: the same batch time, bit for bit; the run's
+    JSON is a mapping file too."""
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(_text())
+    out, js = tmp_path / "map.toml", tmp_path / "run.json"
+    r = CliRunner().invoke(app, ["run", str(spec_path), "--quiet", "--mapping-out", str(out),
+                                 "--json", str(js)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "stage_layers = [" in text and "[embedding.config]" in text and "[lm_head.sharding]" in text
+    for mapping in (out, js):
+        ev, plan = api.evaluate_mapping(spec_path, mapping)
+        assert ev.final_ns == pp2.evaluation.final_ns
+        assert [s.runs for s in plan.stages] == [s.runs for s in pp2.stages.stages]
+
+
+def test_mapping_with_another_split(pp2, tmp_path: Path) -> None:
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(_text())
+    out = tmp_path / "map.toml"
+    CliRunner().invoke(app, ["run", str(spec_path), "--quiet", "--mapping-out", str(out)])
+    best = [s.runs for s in pp2.stages.stages]
+    other = [best[0] - 1, best[1] + 1]
+    text = out.read_text().replace(f"stage_layers = {json.dumps(best)}",
+                                   f"stage_layers = {json.dumps(other)}")
+    out.write_text(text)
+    ev, plan = api.evaluate_mapping(spec_path, out)
+    assert [s.runs for s in plan.stages] == other
+    assert ev.final_ns > pp2.evaluation.final_ns  # the search's split is the best one
+    t = [s.time_ns for s in plan.stages]
+    assert ev.ns_per_batch == stages.batch_ns(t, ev.num_micro_batch, plan.bubble, plan.p2p_ns)
+    # a split that does not cover the layers, and a missing end: clear errors, exit 2
+    out.write_text(text.replace(f"stage_layers = {json.dumps(other)}", "stage_layers = [1, 1]"))
+    r = CliRunner().invoke(app, ["eval", str(spec_path), "--mapping", str(out)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert ("stage_layers must list PP = 2 integers >= 1, the layer-graph executions of each "
+            "stage, summing to num_layer / num_layer_in_graph = 8. Got [1, 1] instead.") in r.output
+    cut = text[: text.index("[lm_head]")]
+    out.write_text(cut)
+    r = CliRunner().invoke(app, ["eval", str(spec_path), "--mapping", str(out)])
+    assert r.exit_code == 2 and "lm_head is required: a table with this end's num_tile" in r.output
+
+
+def test_single_decision_api_refuses_a_staged_model(pp2) -> None:
+    with pytest.raises(SpecError, match="one decision per piece"):
+        api.evaluate(pp2.spec, pp2.evaluation.decision)
+
+
+def test_check_refuses_a_staged_model(tmp_path: Path) -> None:
+    path = tmp_path / "spec.toml"
+    path.write_text(_text())
+    r = CliRunner().invoke(app, ["check", str(path)])
+    assert r.exit_code == 2 and "whole model in pipeline pieces" in r.output

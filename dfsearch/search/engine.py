@@ -185,11 +185,13 @@ def search(
         If a selected strategy needs an optional dependency that is not installed (before
         any work is done).
     """
-    from dfsearch.search import stages
+    from dfsearch.cost.stages import is_staged
 
-    if pinned is None and stages.is_staged(spec):  # a whole model in pipeline pieces
-        return stages.search_stages(spec, seed=seed, time_limit_s=time_limit_s,
-                                    max_evaluations=max_evaluations, progress=progress)
+    if pinned is None and is_staged(spec):  # a whole model in pipeline pieces
+        from dfsearch.search.stages import search_stages
+
+        return search_stages(spec, seed=seed, time_limit_s=time_limit_s,
+                             max_evaluations=max_evaluations, progress=progress)
     outer = outer_strategy(spec.search.strategy)
     assignment = assignment_strategy(spec.search.assignment)
     seed = spec.search.seed if seed is None else seed
