@@ -287,13 +287,19 @@ def stage_lines(plan: StagePlan) -> list[str]:
     lines = [
         f"stages    {len(plan.stages)} pipeline stage(s); the table above is the layer graph, "
         "which every stage runs",
-        f"  {'stage':>5}  {'layers':>6}  {'runs':<40} {'per micro-batch':>15}  {'DRAM per chip':>13}",
+        f"  {'stage':>7}  {'layers':>6}  {'runs':<40} {'per micro-batch':>15}  {'DRAM per chip':>13}",
     ]
-    for i, st in enumerate(plan.stages):
+    i = 0
+    while i < len(plan.stages):  # equal neighbours share a row: "2-127"
+        st, j = plan.stages[i], i + 1
+        while j < len(plan.stages) and plan.stages[j] == st and j != slow and i != slow:
+            j += 1
         runs = " + ".join([*(["embedding"] if st.before else []), f"{st.runs} x layer graph",
                            *(["LM head"] if st.after else [])])
-        lines.append(f"  {i + 1:>5}  {st.layers:>6}  {runs:<40} {format_seconds(st.time_ns):>15}  "
+        label = f"{i + 1}" if j == i + 1 else f"{i + 1}-{j}"
+        lines.append(f"  {label:>7}  {st.layers:>6}  {runs:<40} {format_seconds(st.time_ns):>15}  "
                      f"{_si(st.dram_bytes, 'B'):>13}" + ("  slowest" if i == slow else ""))
+        i = j
     lines.append(
         f"          batch = {plan.micro_batches} micro-batches x {format_seconds(t_max)} + "
         f"{plan.bubble:.4g} x {format_seconds(rest)} (the other stages) + p2p "

@@ -34,7 +34,6 @@ from dfsearch.codes import RunStatus, Status
 from dfsearch.cost.model import Evaluation
 from dfsearch.cost.stages import (
     LABELS,
-    PIECES,
     StageModel,
     StagePlan,
     bubble,
@@ -173,13 +172,15 @@ def _solve_choice(
     (steps 2-4 of the module docstring)."""
     pinned = (shape, pl)
     alone: dict[str, Evaluation] = {}
-    for name in PIECES:
+    for name in ("layers", "before", "after"):
         if members[name]:
             spec = piece_spec(run.spec, members[name], mbs, end=name != "layers")
-            ev = _search_piece(run, spec, name, pinned, bound)
+            ev, exact = _search_piece(run, spec, name, pinned, bound)
             if ev is None:
                 return None
             alone[name] = ev
+            if name == "layers" and exact and _beaten(run, ev, mbs):
+                return None
     model = StageModel(run.spec, members, mbs, alone)
     split = model.split()
     if split is None:
@@ -190,7 +191,7 @@ def _solve_choice(
         return None
 
     def restage(name: str, role: Spec, ev: Evaluation) -> Evaluation | None:
-        return _search_piece(run, role, name, pinned, bound)
+        return _search_piece(run, role, name, pinned, bound)[0]
 
     found = model.compose(split, restage)
     if found is not None and not found[1].split_exact:
@@ -200,14 +201,33 @@ def _solve_choice(
     return found
 
 
-def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float) -> Evaluation | None:
-    """One piece's pinned search: its mapping, or None (its violations noted)."""
+def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
+    """True when the incumbent beats every mapping of this choice, given the layer graph's
+    optimum alone: ends free, the executions spread as evenly as the stages allow. Its time
+    in any stage is no less with one DRAM tier (more bytes beside it only constrain it)."""
+    mem = run.spec.system.memory
+    if run.best is None or mem.second_dram_bytes > 0:
+        return False
+    wl = run.spec.workload
+    executions = wl.num_layer // wl.num_layer_in_graph
+    per_stage = -(-executions // layers.pp)
+    t = layers.all_config_ii_ns * mbs
+    beta = bubble(run.spec, per_stage, layers.pp)
+    whole = layers.num_micro_batch * per_stage * t + beta * (executions - per_stage) * t
+    return (whole + layers.p2p_ns) / run.spec.num_copy >= run.best[0]
+
+
+def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
+                  ) -> tuple[Evaluation | None, bool]:
+    """One piece's pinned search: (its mapping or None, its violations noted; whether the
+    search was exact)."""
     from dfsearch.search.engine import search
 
     r = search(piece, seed=run.seed, time_limit_s=run.remaining_s() or 0,
                max_evaluations=max(1, run.budget - run.used), pinned=pinned)  # fmt: skip
     run.used += r.search.evaluations
-    run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/"))
+    run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/")
+                       if m != "none")  # fmt: skip
     if r.search.stopped_by:
         run.stop = r.search.stopped_by
     exact = r.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
@@ -217,7 +237,7 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
         label = "the " + LABELS[name] + (" piece" if name != "layers" else "")
         for v in r.violations:
             _note(run, replace(v, detail=f"{label}: {v.detail}" if v.detail else label))
-    return r.evaluation
+    return r.evaluation, exact and not r.search.notes
 
 
 def _note(run: _Run, v: Violation) -> None:
