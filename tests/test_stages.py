@@ -363,3 +363,49 @@ def test_check_refuses_a_staged_model(tmp_path: Path) -> None:
     path.write_text(_text())
     r = CliRunner().invoke(app, ["check", str(path)])
     assert r.exit_code == 2 and "whole model in pipeline pieces" in r.output
+
+
+def test_stage_times_agree_with_the_reference_twin(pp2) -> None:
+    """The naive twin (cost/reference.py) evaluates every piece's decision in its stage role
+    (runs, the other pieces' bytes beside it); composed by the batch formula, its times give
+    the search's batch time."""
+    from dfsearch.cost.reference import reference_evaluate
+
+    spec, plan, ev = pp2.spec, pp2.stages, pp2.evaluation
+    members = stages.members_of(spec)
+    m = ev.decision.micro_batch_size
+    times = []
+    for i, st in enumerate(plan.stages):
+        held = ["layers", *(["before"] if st.before else []), *(["after"] if st.after else [])]
+        t = 0.0
+        for name in held:
+            runs = st.runs if name == "layers" else 1
+            piece = stages.piece_spec(spec, members[name], m, runs, end=name != "layers")
+            ref = reference_evaluate(piece, plan.pieces[name].decision)
+            assert ref.status.label == "ok"
+            assert ref.all_config_ii_ns == pytest.approx(plan.pieces[name].all_config_ii_ns, rel=1e-9)
+            if name == "layers":  # the stage holds at least its layers' bytes
+                assert plan.stages[i].dram_bytes >= ref.dram_bytes * (1 - 1e-12)
+            t += ref.all_config_ii_ns * runs * m
+        times.append(t)
+    want = stages.batch_ns(times, ev.num_micro_batch, plan.bubble, plan.p2p_ns)
+    assert ev.final_ns == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("runs,beside", [(1, 0.0), (3, 0.0), (2, 1.5e9)])
+def test_piece_role_in_evaluator_and_twin(pp2, runs: int, beside: float) -> None:
+    """A piece's stage role (runs, bytes beside it) gives the same DRAM in the evaluator and
+    the twin; runs scale the fixed bytes, the bytes beside it add once."""
+    from dfsearch.cost.model import evaluate
+    from dfsearch.cost.reference import reference_evaluate
+
+    spec, plan = pp2.spec, pp2.stages
+    d = plan.pieces["layers"].decision
+    members = stages.members_of(spec)["layers"]
+    piece = stages.piece_spec(spec, members, d.micro_batch_size, runs, beside)
+    ev, ref = evaluate(piece, d), reference_evaluate(piece, d)
+    assert ev.dram_bytes == pytest.approx(ref.dram_bytes, rel=1e-12)
+    one = evaluate(stages.piece_spec(spec, members, d.micro_batch_size), d)
+    fixed_one = one.dram_use.fixed
+    assert ev.dram_use.fixed == pytest.approx(runs * fixed_one + beside, rel=1e-12)
+    assert ev.all_config_ii_ns == one.all_config_ii_ns  # one DRAM tier: time unchanged

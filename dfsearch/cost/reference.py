@@ -520,10 +520,13 @@ def _pipeline(case: _Case) -> dict:
 
     Layers per stage count graph executions, ceil(E / PP); the quirk's bubble and the p2p
     term count model layers: N x ceil(E / PP) and num_layer (docs/model.md, "Several layers
-    in one graph")."""
+    in one graph"). One piece of a pipeline stage (``Spec.piece``) runs ``piece.runs`` times
+    in it (docs/model.md, "Pipeline stages of a whole model")."""
     spec, pp, dp = case.spec, case.pp, case.dp
     nmb = case.gb // (case.mbs * dp)
     lps = _ceil_div(case.layers, pp)
+    if spec.piece is not None:  # one piece of a pipeline stage: its runs in that stage
+        lps = spec.piece.runs
     if case.serving:  # one step, no bubble: p2p = (PP - 1) hops
         return dict(tp=case.tp, pp=pp, dp=dp, num_micro_batch=nmb, layers_per_stage=lps,
                     pipeline_factor=1.0, p2p_ns=(pp - 1) * _serving_hop(case))  # fmt: skip
@@ -798,6 +801,7 @@ def _dram(
                           for c in range(conf.n))  # fmt: skip
         total += case.mbs * max(alive)
         total += lps * dram_extra
+        total += spec.piece.resident_bytes if spec.piece is not None else 0.0
         if case.dlrm:
             total += wl.num_table * wl.row * wl.emb_dim * word / chips
     elif case.hpl:
@@ -872,6 +876,7 @@ def _training_dram(
     dram_extra = sum(k.dram_extra_bytes for k in kernels)
     total = params * (case.word + t.grad_bytes) + opt + act + lps * dram_extra
     total += case.mbs * max(alive)
+    total += spec.piece.resident_bytes if spec.piece is not None else 0.0  # the stage's others
     return _dram_check(case, total)
 
 
