@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dfsearch.codes import ObjectiveKind, RunStatus
+from dfsearch.codes import Equations, ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
@@ -65,11 +65,15 @@ class Violation:
     @staticmethod
     def of(spec: Spec, constraint: str, excess: float, shape: tuple[int, ...], num_tile: int,
            num_config: int, detail: str = "") -> Violation:  # fmt: skip
-        """A violation from the excess the evaluator reports and the spec's capacity."""
+        """A violation from the excess the evaluator reports and the spec's capacity (DRAM:
+        both tiers, except under the v2 equations, which ignore the second)."""
+        mem = spec.system.memory
+        dram = mem.dram_bytes + (mem.second_dram_bytes if spec.execution.equations is not Equations.V2
+                                 else 0.0)  # fmt: skip
         capacity = {
             "sram": spec.system.accelerator.sram_bytes,
-            "dram": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
-            "dram_fixed": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
+            "dram": dram,
+            "dram_fixed": dram,
             "cores": float(spec.system.accelerator.cores),
             "latency": spec.search.latency_bound_ms * 1e6,
         }.get(constraint, 0.0)

@@ -409,3 +409,31 @@ def test_piece_role_in_evaluator_and_twin(pp2, runs: int, beside: float) -> None
     fixed_one = one.dram_use.fixed
     assert ev.dram_use.fixed == pytest.approx(runs * fixed_one + beside, rel=1e-12)
     assert ev.all_config_ii_ns == one.all_config_ii_ns  # one DRAM tier: time unchanged
+
+
+TIERS = "500000000\nsecond_dram_bytes = 100000000000\nsecond_dram_bw_GBps = 50.0"
+
+
+def test_two_dram_tiers_are_not_claimed_optimal() -> None:
+    """With two DRAM tiers (v1 equations) a stage's total sets the bandwidth: the layer graph
+    runs slower in its stage than alone, is searched again there, and the split is not
+    claimed optimal."""
+    text = _text(dram=TIERS).replace('equations = "v2"', 'equations = "v1"')
+    r = api.run(load_toml_spec(text, file="spec.toml", base_dir=EXAMPLE.parent))
+    assert r.status is RunStatus.FEASIBLE_NOT_PROVEN and not r.stages.split_exact
+    assert any("two DRAM tiers" in n for n in r.search.notes)
+    alone = r.stages.pieces["layers"].all_config_ii_ns * r.evaluation.decision.micro_batch_size
+    assert r.stages.stages[0].time_ns > r.stages.stages[0].runs * alone
+
+
+def test_v2_ignores_the_second_tier_in_the_split_and_the_message() -> None:
+    """The v2 equations ignore a second DRAM tier: 500 MB per chip hold no split of 8
+    layers and the ends, and the message names 500 MB, not both tiers."""
+    spec = load_toml_spec(_text(dram=TIERS), file="spec.toml", base_dir=EXAMPLE.parent)
+    from dfsearch.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError) as err:
+        api.run(spec)
+    (v,) = err.value.result.violations
+    assert v.constraint == "dram" and v.capacity == 500e6 and v.needed > 500e6
+    assert "system.memory.dram_bytes holds 500 MB" in str(err.value)

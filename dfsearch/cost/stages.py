@@ -251,19 +251,23 @@ class StageModel:
         self.pp = lay.pp
         self.ii = {n: ev.all_config_ii_ns for n, ev in alone.items()}
         self.work = {n: ev.dram_bytes - ev.dram_use.fixed for n, ev in alone.items()}
-        self.fixed = {n: self._fixed(n, 1) for n in alone}
-        self.slope = self._fixed("layers", 2) - self.fixed["layers"]
+        self.fixed = {n: self._lowered(n, 1).dram.fixed for n in alone}
+        two = self._lowered("layers", 2)
+        self.slope = two.dram.fixed - self.fixed["layers"]
+        #: DRAM per chip in effect (inf: unlimited; a second tier counts only where the
+        #: equations use it)
+        self.cap = two.constants.dram_cap + two.constants.dram2_cap
         self.failed: Evaluation | None = None  #: a piece that does not fit in its stage
 
     def spec_of(self, name: str, runs: int = 1, beside: float = 0.0) -> Spec:
         return piece_spec(self.spec, self.members[name], self.mbs, runs, beside,
                           end=name != "layers")  # fmt: skip
 
-    def _fixed(self, name: str, runs: int) -> float:
-        """Fixed DRAM bytes of a piece's mapping when it runs ``runs`` times in its stage."""
+    def _lowered(self, name: str, runs: int) -> Any:
+        """The lowered problem of a piece's mapping when it runs ``runs`` times in its stage."""
         from dfsearch.cost.lower import lower
 
-        return lower(self.spec_of(name, runs), _outer(self.alone[name].decision)).dram.fixed
+        return lower(self.spec_of(name, runs), _outer(self.alone[name].decision))
 
     def holds(self, s: int) -> list[str]:
         """The pieces stage s runs, in order."""
@@ -284,12 +288,11 @@ class StageModel:
 
     def split(self) -> tuple[int, ...] | None:
         """``best_split`` within every stage's DRAM (None: no split fits)."""
-        mem = self.spec.system.memory
-        cap = mem.dram_bytes + mem.second_dram_bytes
+        cap = self.cap
         max_runs = []
         for s in range(self.pp):
             room = cap - self._base(s)
-            if cap <= 0 or (self.slope <= 0 and room >= 0):
+            if math.isinf(cap) or (self.slope <= 0 and room >= 0):
                 max_runs.append(self.executions)
             elif room < 0:
                 max_runs.append(0)
@@ -408,7 +411,7 @@ def evaluate_staged(spec: Spec, decisions: dict[str, Decision], stage_layers: tu
     model = StageModel(spec, members, mbs, alone)
     split = stage_layers if stage_layers is not None else model.split()
     if split is None:
-        over = model.least_dram() - spec.system.memory.dram_bytes - spec.system.memory.second_dram_bytes
+        over = model.least_dram() - model.cap
         return replace(model.lay, status=Status.DRAM, violation=max(over, 0.0)), None
     found = model.compose(split)
     if found is None:

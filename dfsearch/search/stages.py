@@ -184,9 +184,8 @@ def _solve_choice(
     model = StageModel(run.spec, members, mbs, alone)
     split = model.split()
     if split is None:
-        cap = run.spec.system.memory.dram_bytes + run.spec.system.memory.second_dram_bytes
         d = model.lay.decision
-        _note(run, Violation.of(run.spec, Status.DRAM.label, max(model.least_dram() - cap, 0.0),
+        _note(run, Violation.of(run.spec, Status.DRAM.label, max(model.least_dram() - model.cap, 0.0),
                                 d.shape, d.num_tile, d.num_config))  # fmt: skip
         return None
 
