@@ -192,8 +192,7 @@ def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
     the capacity (given the spec)."""
     of = ""
     if spec is not None:
-        mem = spec.system.memory
-        cap = mem.dram_bytes + mem.second_dram_bytes
+        cap = spec.dram_capacity
         of = f" of {_si(cap, 'B')}" if cap > 0 else " (capacity unlimited)"
     head = f"memory    DRAM {_si(ev.dram_bytes, 'B')}{of} per chip at {ev.dram_bw_GBps:g} GB/s"
     u = ev.dram_use

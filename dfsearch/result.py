@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dfsearch.codes import Equations, ObjectiveKind, RunStatus
+from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
@@ -67,9 +67,7 @@ class Violation:
            num_config: int, detail: str = "") -> Violation:  # fmt: skip
         """A violation from the excess the evaluator reports and the spec's capacity (DRAM:
         both tiers, except under the v2 equations, which ignore the second)."""
-        mem = spec.system.memory
-        dram = mem.dram_bytes + (mem.second_dram_bytes if spec.execution.equations is not Equations.V2
-                                 else 0.0)  # fmt: skip
+        dram = spec.dram_capacity
         capacity = {
             "sram": spec.system.accelerator.sram_bytes,
             "dram": dram,
@@ -224,7 +222,7 @@ def _memory_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:
         "activations": u.activations, "data": u.data,
         "workspace": max(0.0, ev.dram_bytes - u.fixed),
         "total": ev.dram_bytes,
-        "capacity": spec.system.memory.dram_bytes + spec.system.memory.second_dram_bytes,
+        "capacity": spec.dram_capacity,
     }  # fmt: skip
 
 

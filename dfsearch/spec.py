@@ -341,6 +341,14 @@ class Spec:
     def num_copy(self) -> int:
         return getattr(self.workload, "num_copy", 1)
 
+    @property
+    def dram_capacity(self) -> float:
+        """DRAM bytes per chip the model counts (0: unlimited): both tiers, but only the first
+        under the v2 equations, which ignore the second."""
+        mem = self.system.memory
+        second = mem.second_dram_bytes if self.execution.equations is not Equations.V2 else 0.0
+        return mem.dram_bytes + second if mem.dram_bytes > 0 else 0.0
+
     def replace(self, path: str, value: object) -> Spec:
         """A new spec with the field at ``path`` set to ``value``, validated like a loaded file.
 

@@ -437,3 +437,11 @@ def test_v2_ignores_the_second_tier_in_the_split_and_the_message() -> None:
     (v,) = err.value.result.violations
     assert v.constraint == "dram" and v.capacity == 500e6 and v.needed > 500e6
     assert "system.memory.dram_bytes holds 500 MB" in str(err.value)
+
+
+def test_dram_capacity_counts_the_tiers_the_equations_use() -> None:
+    v2 = load_toml_spec(_text(dram=TIERS), file="spec.toml", base_dir=EXAMPLE.parent)
+    v1 = load_toml_spec(_text(dram=TIERS).replace('equations = "v2"', 'equations = "v1"'),
+                        file="spec.toml", base_dir=EXAMPLE.parent)  # fmt: skip
+    assert (v2.dram_capacity, v1.dram_capacity) == (500e6, 500e6 + 100e9)
+    assert _spec(dram="0").dram_capacity == 0.0  # 0 = unlimited

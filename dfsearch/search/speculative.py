@@ -199,8 +199,7 @@ def _solve_pair(
     if d.evaluation is None or v.evaluation is None:
         return None, used, proven, ""
     need = _joint_dram(d, v)
-    mem = spec.system.memory
-    cap = mem.dram_bytes + mem.second_dram_bytes
+    cap = spec.dram_capacity
     if cap > 0 and need > cap:
         fixed = d.evaluation.dram_use.fixed + v.evaluation.dram_use.fixed
         note = (f"shape {pinned[0]}: draft and target need {need:.4g} B of DRAM per chip "
