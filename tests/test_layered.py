@@ -373,3 +373,57 @@ def test_merge_down_fits_the_configurations_and_scores_what_it_returns():
     assert (cfg[src] <= cfg[dst]).all()
     finals, _, _ = Evaluator(problem).batch(cfg[None, :])
     assert finals[0] == pytest.approx(final_from_ii(problem, value), rel=1e-9)
+
+
+def _renamed_copies(copies: int, num_config: int):
+    """A wide graph that is not a stack: ``copies`` GPT layers named ``<kernel>_<letter>``
+    (no ``_L<i>`` suffix), chained as the stacking generator chains layers, lowered at 8
+    tiles with ``num_config`` configurations."""
+    from dfsearch.kernels.generators import generate
+    from dfsearch.spec import Connection, Graph
+
+    one = generate("llm", {"hidden": 1600, "num_head": 25, "head_dim": 64, "seq": 1024, "word": 2})
+    fwd, bwd, links = [], [], []
+    for i in range(copies):
+        s = "_" + "ABCDEFGH"[i]
+        ks = [replace(k, name=k.name + s) for k in one.kernels]
+        fwd.append([k for k in ks if k.phase is Phase.FWD])
+        bwd.append([k for k in ks if k.phase is Phase.BWD])
+        links += [Connection(src=c.src + s, dst=c.dst + s) for c in one.connections]
+    for i in range(copies - 1):
+        a, b = "_" + "ABCDEFGH"[i], "_" + "ABCDEFGH"[i + 1]
+        links += [Connection(src=f"Add_2{a}", dst=f"Add_Prev_Layer{b}"),
+                  Connection(src=f"K_bwd{b}", dst=f"Loss_bwd{a}")]  # fmt: skip
+    order = [k for f in fwd for k in f] + [k for b in reversed(bwd) for k in b]
+    graph = Graph(kernels=tuple(replace(k, id=j) for j, k in enumerate(order, 1)),
+                  connections=tuple(replace(c, id=j) for j, c in enumerate(links, 1)))  # fmt: skip
+    spec = load_toml_spec(_gpt(1), file="wide.toml", base_dir=EXAMPLES).replace("graph", graph)
+    sharding = solve_spec_sharding(spec, (4,), 8).sharding
+    return lower(spec, Outer((4,), sharding, 1, 8, num_config))
+
+
+def test_blocks_of_a_wide_graph_are_solved_once_and_their_work_counted(monkeypatch):
+    """Blocks of a graph that is not a stack are solved by the exact search alone (never by
+    the layered split again: with a state budget too small for the exact search this once
+    recursed without end), and their evaluations count against the work budget."""
+    from dfsearch.cost.layout import Stat
+    from dfsearch.search import assign as assign_mod
+    from dfsearch.search import layered
+
+    problem = _renamed_copies(3, 24)  # 123 kernels: 4 blocks of <= 40, 6+ configurations each
+    assert layer_of(problem.names)[0].max() == 0
+    calls = []
+    real = assign_mod.assign_configs
+
+    def counted(p, **kw):
+        calls.append(kw.get("method"))
+        return real(p, **kw)
+
+    monkeypatch.setattr(assign_mod, "assign_configs", counted)
+    monkeypatch.setattr(layered, "BLOCK_STATES", 50)  # the exact search overflows
+    topo = _dp.topological_order(problem.kernels, problem.edges)
+    stats = new_stats()
+    order = composed_order(problem, topo, no_control(), stats)
+    assert sorted(order) == list(range(problem.num_kernels))
+    assert calls == ["ideal-dp"] * math.ceil(problem.num_kernels / layered.CHUNK)
+    assert stats[Stat.EVALS] > 0

@@ -302,7 +302,7 @@ def _layered(problem, topo, allowed, bw, live_cap, stats, control):
 
     best_value, best_assign = math.inf, None
     stacked = layer_of(problem.names)[0].max(initial=0) >= 2
-    for order in (composed_order(problem, topo, control), topo):
+    for order in (composed_order(problem, topo, control, stats), topo):
         if stacked and best_assign is not None:
             break  # stacked layers: the default order only when the composed one fails
         st = _fresh_stats(stats)

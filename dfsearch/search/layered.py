@@ -48,8 +48,9 @@ MAX_BLOCK = 96
 #: bisections of the price once a split fits
 PRICE_ROUNDS = 12
 BISECTIONS = 3
-#: states of the exact search per block (beyond: its contiguous-order answer is used)
-BLOCK_STATES = 50_000
+#: states of the exact search per block (beyond: its best answer so far, or the block's
+#: topological order); its evaluations count against the work budget
+BLOCK_STATES = 5_000
 
 _LAYER = re.compile(r"^(.*)_L(\d+)$")
 
@@ -98,9 +99,12 @@ def sub_problem(problem: Problem, members: np.ndarray, num_config: int) -> Probl
                    shard_m=(), shard_k=(), shard_n=())  # fmt: skip
 
 
-def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray) -> list[int]:
+def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray,
+                 stats: np.ndarray | None) -> list[int]:
     """``members`` (global indices) in the order of their configurations when solved as a
-    problem of their own (ties and unsolved blocks: the block's topological order)."""
+    problem of their own by the exact search within ``BLOCK_STATES`` states, never by this
+    module again (ties and unsolved blocks: the block's topological order). Its evaluations
+    (and whether ``control`` stopped it) are added to ``stats``."""
     from dfsearch.search import _dp
     from dfsearch.search.assign import assign_configs
 
@@ -110,8 +114,10 @@ def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray) -> 
     topo = [int(k) for k in _dp.topological_order(sub.kernels, sub.edges)]
     rank = {k: i for i, k in enumerate(topo)}
     if len(members) > 1 and sub.num_config > 1:
-        a = assign_configs(sub, method="auto", max_states=BLOCK_STATES, anneal_iterations=0,
-                           control=control)  # fmt: skip
+        a = assign_configs(sub, method="ideal-dp", max_states=BLOCK_STATES, control=control)
+        if stats is not None:
+            stats[Stat.EVALS] += a.evaluations
+            stats[Stat.STOPPED] = max(stats[Stat.STOPPED], float(a.stopped))
         if a.config is not None:
             topo.sort(key=lambda k: (a.config[k], rank[k]))
     return [int(members[k]) for k in topo]
@@ -129,21 +135,23 @@ def _blocks(problem: Problem, topo: np.ndarray) -> list[np.ndarray]:
     return [np.sort(topo[i:i + CHUNK]) for i in range(0, len(topo), CHUNK)]
 
 
-def composed_order(problem: Problem, topo: np.ndarray, control: np.ndarray) -> np.ndarray:
+def composed_order(problem: Problem, topo: np.ndarray, control: np.ndarray,
+                   stats: np.ndarray | None = None) -> np.ndarray:
     """A topological order that runs the blocks as ``topo`` does and, inside each, follows
-    its solved order (stacked layers: layer 1's order, matched by kernel name)."""
+    its solved order (stacked layers: layer 1's order, matched by kernel name); the blocks'
+    evaluations are added to ``stats``."""
     layer, stems = layer_of(problem.names)
     n = problem.num_kernels
     local = np.zeros(n, np.int64)
     blocks = _blocks(problem, topo)
     if layer.max(initial=0) >= 2:
         template = next(b for b in blocks if layer[b[0]] == 1) if (layer == 1).any() else blocks[0]
-        rank = {stems[k]: i for i, k in enumerate(_block_order(problem, template, control))}
+        rank = {stems[k]: i for i, k in enumerate(_block_order(problem, template, control, stats))}
         for k in range(n):
             local[k] = rank.get(stems[k], n)
     else:
         for b in blocks:
-            for i, k in enumerate(_block_order(problem, b, control)):
+            for i, k in enumerate(_block_order(problem, b, control, stats)):
                 local[k] = i
     pos = np.empty(n, np.int64)
     pos[topo] = np.arange(n)
