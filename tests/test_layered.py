@@ -55,8 +55,8 @@ def test_window_dp_equals_order_dp_with_a_configuration_per_kernel(seed):
     a1 = np.full(n, -1, np.int64)
     v1 = _dp.order_dp(kt, et, cn, order, allowed, bw, live_cap, 0, a1, new_stats(), no_control())
     a2 = np.full(n, -1, np.int64)
-    v2 = _window.window_dp(kt, et, cn, order, bw, live_cap, 0, 0.0, n, a2, new_stats(),
-                           no_control())  # fmt: skip
+    v2 = _window.window_dp(kt, et, cn, order, bw, live_cap, 0, 0.0, n, np.full((n, n), np.nan),
+                           a2, new_stats(), no_control())  # fmt: skip
     assert v2 == pytest.approx(v1, rel=1e-12) or (math.isinf(v1) and math.isinf(v2))
     if math.isfinite(v2):  # blocks follow the order, numbered from 0
         assert list(a2[order]) == sorted(a2) and a2.min() == 0
@@ -427,3 +427,28 @@ def test_blocks_of_a_wide_graph_are_solved_once_and_their_work_counted(monkeypat
     assert sorted(order) == list(range(problem.num_kernels))
     assert calls == ["ideal-dp"] * math.ceil(problem.num_kernels / layered.CHUNK)
     assert stats[Stat.EVALS] > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_dp_cache_gives_the_fresh_answer_for_less_work(seed):
+    """Block IIs do not depend on the price per block: a split at another price that reuses
+    the cache of an earlier split returns what a fresh split returns, with fewer costings."""
+    from dfsearch.cost.layout import Stat
+
+    problem = _problem(seed, 14, 14, training=seed % 2 == 0, sram=3e6)
+    kt, et, cn, n = problem.kernels, problem.edges, problem.constants, problem.num_kernels
+    order = _dp.topological_order(kt, et)
+    bw, live_cap = _regimes(problem)[0]
+    cache = np.full((n, n), np.nan)
+    first = new_stats()
+    _window.window_dp(kt, et, cn, order, bw, live_cap, 0, 0.0, n, cache, np.full(n, -1), first,
+                      no_control())  # fmt: skip
+    for price in (1e3, 1e6):
+        fresh_blocks, cached_blocks = np.full(n, -1), np.full(n, -1)
+        fresh, cached = new_stats(), new_stats()
+        v_fresh = _window.window_dp(kt, et, cn, order, bw, live_cap, 0, price, n,
+                                    np.full((n, n), np.nan), fresh_blocks, fresh, no_control())
+        v_cached = _window.window_dp(kt, et, cn, order, bw, live_cap, 0, price, n, cache,
+                                     cached_blocks, cached, no_control())
+        assert v_cached == v_fresh and (cached_blocks == fresh_blocks).all()
+        assert cached[Stat.EVALS] < fresh[Stat.EVALS] or fresh[Stat.EVALS] == 0

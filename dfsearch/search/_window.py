@@ -25,13 +25,17 @@ __all__ = ["window_dp"]
 
 
 @jit
-def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block, stats, control):
+def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache, block, stats,
+              control):  # fmt: skip
     """Cheapest split of ``order`` into blocks; ``block[k]`` = block index of kernel k.
 
     Each block costs its II (``set_cost`` with ``relax``, as in ``_dp.order_dp``) plus
     ``price``; of two splits within 1e-12 of each other the one with fewer blocks wins.
-    Returns the summed II without the prices (inf when no split is feasible or
-    ``control`` stopped it: then ``stats[Stat.STOPPED]`` = 1)."""
+    ``cache[i, j - i - 1]`` holds the II of the block ``order[i:j]`` once costed (NaN: not
+    yet): a block's II does not depend on the price, so calls on the same order, bandwidth,
+    cap and ``relax`` share it (shape (len(order), max_len); only new costings count as
+    evaluations). Returns the summed II without the prices (inf when no split is feasible
+    or ``control`` stopped it: then ``stats[Stat.STOPPED]`` = 1)."""
     n = order.shape[0]
     inc_ptr, inc_e, kern, edge = sram_floor(kt, et)
     terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
@@ -78,11 +82,16 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, block
             if _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, cn.overlap,
                      best[i] + price, best[j]):
                 continue
-            set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out)
-            stats[Stat.EVALS] += 1
-            ii = out[SetSlot.II]
+            ii = cache[i, size - 1]
+            if np.isnan(ii):
+                set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero,
+                         out)  # fmt: skip
+                stats[Stat.EVALS] += 1
+                ii = out[SetSlot.II]
+                cache[i, size - 1] = ii
+                if ii == np.inf:
+                    _record(stats, out)
             if ii == np.inf:
-                _record(stats, out)
                 continue
             cand = best[i] + ii + price
             tie = abs(cand - best[j]) <= 1e-12 * cand and count[i] + 1 < count[j]

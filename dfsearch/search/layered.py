@@ -202,14 +202,23 @@ def _configs(problem: Problem, block: np.ndarray, allowed: np.ndarray) -> np.nda
     return cfg.astype(np.int64)
 
 
-def _split_once(problem, order, bw, live_cap, relax, price, stats, control):
+def _split_once(problem, order, bw, live_cap, relax, price, stats, control, cache=None):
+    """One ``window_dp`` split of ``order`` at ``price`` per block; ``cache``: the block IIs
+    of earlier splits of the same order (``_new_cache``)."""
     from dfsearch.search import _window
 
     block = np.full(problem.num_kernels, -1, np.int64)
     p = problem
+    if cache is None:
+        cache = _new_cache(problem)
     value = _window.window_dp(p.kernels, p.edges, p.constants, order, bw, live_cap, relax, price,
-                              MAX_BLOCK, block, stats, control)  # fmt: skip
+                              MAX_BLOCK, cache, block, stats, control)  # fmt: skip
     return float(value), block
+
+
+def _new_cache(problem: Problem) -> np.ndarray:
+    """Block IIs of ``window_dp`` by (first position, length - 1), NaN = not costed yet."""
+    return np.full((problem.num_kernels, MAX_BLOCK), np.nan)
 
 
 def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
@@ -218,14 +227,16 @@ def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
     blocks, cheapest increase first (``_merge_down``), and raising a price per block until
     the split fits, then bisecting it (``_priced``). Returns (summed II, assignment) or
     (inf, None)."""
-    value, block = _split_once(problem, order, bw, live_cap, relax, 0.0, stats, control)
+    cache = _new_cache(problem)  # the splits below share their block IIs
+    value, block = _split_once(problem, order, bw, live_cap, relax, 0.0, stats, control, cache)
     if not math.isfinite(value):
         return math.inf, None
     cfg = _configs(problem, block, allowed)
     if cfg is not None:
         return value, cfg
     merged = _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats)
-    priced = _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control)
+    priced = _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control,
+                     cache)  # fmt: skip
     return min(merged, priced, key=lambda r: r[0])
 
 
@@ -281,14 +292,14 @@ def _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats):
     return float(sum(cost(i, j) for i, j in spans)), cfg
 
 
-def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control):
+def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control, cache):
     """The split with a price per block: grown x4 until the split fits, then bisected."""
     lo, hi, best = 0.0, value / max(problem.num_config, 1), (math.inf, None)
     blocks = int(block.max()) + 1
     for _ in range(PRICE_ROUNDS):
         if stats[Stat.STOPPED] > 0:
             return math.inf, None
-        v, blk = _split_once(problem, order, bw, live_cap, relax, hi, stats, control)
+        v, blk = _split_once(problem, order, bw, live_cap, relax, hi, stats, control, cache)
         if not math.isfinite(v):
             return math.inf, None
         cfg = _configs(problem, blk, allowed)
@@ -305,7 +316,7 @@ def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, c
         if best[0] <= value * (1 + 1e-12) or stats[Stat.STOPPED] > 0:
             break  # as good as the unconstrained split
         mid = 0.5 * (lo + hi)
-        v, blk = _split_once(problem, order, bw, live_cap, relax, mid, stats, control)
+        v, blk = _split_once(problem, order, bw, live_cap, relax, mid, stats, control, cache)
         cfg = _configs(problem, blk, allowed) if math.isfinite(v) else None
         if cfg is not None:
             hi = mid
