@@ -445,3 +445,14 @@ def test_dram_capacity_counts_the_tiers_the_equations_use() -> None:
                         file="spec.toml", base_dir=EXAMPLE.parent)  # fmt: skip
     assert (v2.dram_capacity, v1.dram_capacity) == (500e6, 500e6 + 100e9)
     assert _spec(dram="0").dram_capacity == 0.0  # 0 = unlimited
+
+
+def test_bounding_stops_at_the_deadline() -> None:
+    """Past the deadline the outer choices are listed unbounded (bound 0): a time limit stops
+    the stage search while it bounds, not only between solves."""
+    spec = _spec(pp=None)
+    layers = stages.members_of(spec)["layers"]
+    bounded = stage_search._choices(spec, layers)
+    late = stage_search._choices(spec, layers, deadline=0.0)
+    assert len(late) == len(bounded) >= 2
+    assert all(b == 0.0 for b, *_ in late) and all(b > 0 for b, *_ in bounded)

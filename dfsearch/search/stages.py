@@ -96,7 +96,7 @@ def search_stages(
     run = _Run(spec, seed, budget, t0 + limit if limit else math.inf)
     members = members_of(spec)
     objective = objective_of(spec)
-    choices = _choices(spec, members["layers"])
+    choices = _choices(spec, members["layers"], run.deadline)
     for i, (bound, shape, pl, mbs) in enumerate(choices):
         if run.best is not None and bound >= run.best[0]:
             run.pruned += len(choices) - i
@@ -123,10 +123,12 @@ def _out_of_budget(run: _Run) -> bool:
     return bool(run.stop)
 
 
-def _choices(spec: Spec, layers: tuple[int, ...]) -> list[tuple[float, tuple, Any, int]]:
+def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
+             ) -> list[tuple[float, tuple, Any, int]]:
     """Every (bound, shape, placement, micro-batch size), best bound first (ties: in
     enumeration order): the bound lets the layers alone run E executions over the stages
-    as evenly as they can, the ends free (module docstring)."""
+    as evenly as they can, the ends free (module docstring). Past ``deadline``
+    (``time.perf_counter``) the remaining choices get bound 0 (not bounded)."""
     from dfsearch.cost.lower import Outer, lower
     from dfsearch.cost.model import outer_status
     from dfsearch.search import outer as outer_mod
@@ -141,8 +143,8 @@ def _choices(spec: Spec, layers: tuple[int, ...]) -> list[tuple[float, tuple, An
         for pl in outer_mod.placements(spec, shape):
             for mbs in outer_mod.micro_batch_sizes(spec, shape, pl):
                 layer_spec = piece_spec(spec, layers, mbs)
-                best = math.inf
-                for t in outer_mod.tile_counts(layer_spec):
+                best = math.inf if time.perf_counter() <= deadline else 0.0
+                for t in outer_mod.tile_counts(layer_spec) if best > 0 else ():
                     sharding = outer_sharding(layer_spec, shape, t, pl, cache)
                     outer = Outer(shape, sharding, mbs, t, min(c_max, len(layers)), pl)
                     if outer_status(layer_spec, outer)[0] is not Status.OK:
