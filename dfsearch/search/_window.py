@@ -82,15 +82,8 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
             if _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, cn.overlap,
                      best[i] + price, best[j]):
                 continue
-            ii = cache[i, size - 1]
-            if np.isnan(ii):
-                set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero,
-                         out)  # fmt: skip
-                stats[Stat.EVALS] += 1
-                ii = out[SetSlot.II]
-                cache[i, size - 1] = ii
-                if ii == np.inf:
-                    _record(stats, out)
+            ii = _block_ii(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero,
+                           out, cache, i, size, stats)  # fmt: skip
             if ii == np.inf:
                 continue
             cand = best[i] + ii + price
@@ -111,6 +104,22 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
             block[order[p]] = b
         j = i
     return pure[n]
+
+
+@jit
+def _block_ii(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out, cache,
+              i, size, stats):  # fmt: skip
+    """The II of the block of ``size`` kernels from position ``i`` (``where``): from ``cache``,
+    else costed (one evaluation; an infeasible block's violation recorded) and cached."""
+    ii = cache[i, size - 1]
+    if np.isnan(ii):
+        set_cost(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out)
+        stats[Stat.EVALS] += 1
+        ii = out[SetSlot.II]
+        cache[i, size - 1] = ii
+        if ii == np.inf:
+            _record(stats, out)
+    return ii
 
 
 @jit
