@@ -89,9 +89,12 @@ def search_stages(
     evaluation is the whole model's (its decision the layer graph's), ``result.stages`` the
     stages and the pieces' own results."""
     from dfsearch.search.objective import objective_of
+    from dfsearch.search.warmup import warm_up
 
-    t0 = time.perf_counter()
     limit = spec.search.time_limit_s if time_limit_s is None else time_limit_s
+    if limit:
+        warm_up()  # compilation never counts against the time limit
+    t0 = time.perf_counter()
     budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
     run = _Run(spec, seed, budget, t0 + limit if limit else math.inf)
     members = members_of(spec)
