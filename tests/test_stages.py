@@ -456,3 +456,17 @@ def test_bounding_stops_at_the_deadline() -> None:
     late = stage_search._choices(spec, layers, deadline=0.0)
     assert len(late) == len(bounded) >= 2
     assert all(b == 0.0 for b, *_ in late) and all(b > 0 for b, *_ in bounded)
+
+
+def test_ctrl_c_between_sub_searches_returns_the_best_so_far() -> None:
+    """A Ctrl-C that lands between two sub-searches (here raised by the progress callback
+    after the first outer choice) ends the stage search with the best mapping so far,
+    labelled interrupted, not with a traceback."""
+    from dfsearch.search.engine import search
+
+    def stop(done: int, total: int, best: float | None) -> None:
+        raise KeyboardInterrupt
+
+    r = search(_spec(pp=None), progress=stop)
+    assert r.status is RunStatus.INTERRUPTED and r.search.solved == 1
+    assert r.evaluation is not None and r.stages is not None

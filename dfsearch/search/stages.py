@@ -97,9 +97,19 @@ def search_stages(
     t0 = time.perf_counter()
     budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
     run = _Run(spec, seed, budget, t0 + limit if limit else math.inf)
-    members = members_of(spec)
     objective = objective_of(spec)
-    choices = _choices(spec, members["layers"], run.deadline)
+    choices: list = []
+    try:  # Ctrl-C between the sub-searches (inside one, it ends that one): the best so far
+        choices = _choices(spec, members_of(spec)["layers"], run.deadline)
+        _explore(run, choices, objective, progress)
+    except KeyboardInterrupt:
+        run.stop, run.open_bound = "interrupted", 0.0
+    return _result(run, len(choices), time.perf_counter() - t0, objective.kind)
+
+
+def _explore(run: _Run, choices: list, objective: Any, progress: Progress | None) -> None:
+    """Solve the outer choices best bound first until a bound reaches the incumbent."""
+    members = members_of(run.spec)
     for i, (bound, shape, pl, mbs) in enumerate(choices):
         if run.best is not None and bound >= run.best[0]:
             run.pruned += len(choices) - i
@@ -115,7 +125,6 @@ def search_stages(
                 run.best = (value, *found)
         if progress is not None:
             progress(i + 1, len(choices), run.best[0] if run.best else None)
-    return _result(run, len(choices), time.perf_counter() - t0, objective.kind)
 
 
 def _out_of_budget(run: _Run) -> bool:
