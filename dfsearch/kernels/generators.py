@@ -1365,11 +1365,13 @@ _LLM_PARAMS = (
                  "workload.num_layer_in_graph, its default)", 1, required=False),
     _p("vocab_size", "vocabulary V of the embedding and the LM head (required with either)",
        None, required=False),
-    GeneratorParam("embedding", bool, "true (CLI: 1): an embedding lookup before layer 1 (the graph "
-                                      "must hold the whole model)", False, required=False),
+    GeneratorParam("embedding", bool, "true (CLI: 1): an embedding lookup before layer 1 (in the "
+                                      "first pipeline stage when the layers run more than once "
+                                      "per micro-batch)", False, required=False),
     GeneratorParam("lm_head", bool, "true (CLI: 1): a final LayerNorm, the LM head GEMM and the loss "
-                                    "after the last layer (the graph must hold the whole "
-                                    "model)", False, required=False),
+                                    "after the last layer (in the last pipeline stage when the "
+                                    "layers run more than once per micro-batch)", False,
+                   required=False),
 )
 
 #: name -> generator; read-only.
