@@ -61,7 +61,7 @@ __all__ = ["search", "outer_sharding", "SearchState", "Progress", "BOUND_LIMIT",
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
-BOUND_LIMIT = 5_000
+BOUND_LIMIT = 10_000
 #: outer choices the "optuna" outer strategy solves
 OPTUNA_TRIALS = 300
 #: a search that ran to its end is "proven optimal" when its lower bound is within this

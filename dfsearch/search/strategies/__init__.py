@@ -46,7 +46,7 @@ class AutoOuter:
     (shape, tile count) pairs, otherwise sample it with Optuna."""
 
     name: str = "auto"
-    summary: str = "enumerate up to 5,000 (shape, tile count) pairs, optuna above (can prove optimality)"
+    summary: str = "enumerate up to 10,000 (shape, tile count) pairs, optuna above (can prove optimality)"
     proves_optimality: bool = True  #: when the space is small enough to enumerate
 
     def available(self) -> bool:
