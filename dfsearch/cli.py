@@ -5,8 +5,10 @@ Exit codes: 0 success, 1 no feasible mapping, 2 bad input (file, field path, val
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -85,18 +87,45 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _progress(enabled: bool):
+@contextlib.contextmanager
+def _compile_notice(enabled: bool) -> Iterator[None]:
+    """Say so on stderr when the evaluator is compiled (the first run after an install)."""
     if not enabled:
-        return None
+        yield
+        return
+    from dfsearch.cost._jit import on_first_compilation
 
-    def show(done: int, total: int, best_s: float | None) -> None:
-        best = f"best {best_s:.6g} s" if best_s is not None else "no feasible mapping yet"
-        sys.stderr.write(f"\r  searching: {done}/{total} outer choices, {best}   ")
-        if done == total:
-            sys.stderr.write("\n")
+    def say() -> None:
+        sys.stderr.write("compiling the evaluator, once: ~40 s on 2 cores (cached for later runs) ...\n")
         sys.stderr.flush()
 
-    return show
+    with on_first_compilation(say):
+        yield
+
+
+class _ProgressLine:
+    """The run's progress line on stderr, rewritten in place; ``end`` closes it with a
+    newline however the search stopped (pruned, budget, Ctrl-C), so the report starts on a
+    line of its own."""
+
+    def __init__(self) -> None:
+        self.open = False
+
+    def __call__(self, done: int, total: int, best_s: float | None) -> None:
+        best = f"best {best_s:.6g} s" if best_s is not None else "no feasible mapping yet"
+        sys.stderr.write(f"\r  searching: {done}/{total} outer choices, {best}   ")
+        sys.stderr.flush()
+        self.open = True
+
+    def end(self) -> None:
+        if self.open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open = False
+
+
+def _progress(enabled: bool) -> _ProgressLine | None:
+    return _ProgressLine() if enabled else None
 
 
 def _check_args(
@@ -238,16 +267,17 @@ def run(
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
                 strategies={"strategy": strategy, "assignment": assignment})  # fmt: skip
-    show = not quiet and sys.stderr.isatty() and json_out != "-"
+    progress = _progress(not quiet and sys.stderr.isatty() and json_out != "-")
     try:
         s = api.load(path)
         for field, name in (("strategy", strategy), ("assignment", assignment)):
             if name is not None:
                 s = s.replace(f"search.{field}", name)
-        result = api.run(
-            s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
-            progress=_progress(show),
-        )  # fmt: skip
+        with _compile_notice(not quiet):
+            result = api.run(
+                s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
+                progress=progress,
+            )  # fmt: skip
     except (SpecError, SolverUnavailableError) as exc:
         raise _fail(exc) from None
     except InfeasibleError as exc:
@@ -256,6 +286,9 @@ def run(
         typer.echo(str(exc), err=True)
         interrupted = exc.result is not None and exc.result.status is RunStatus.INTERRUPTED
         raise typer.Exit(130 if interrupted else 1) from None
+    finally:
+        if progress is not None:
+            progress.end()
     _write_run(result, path, json_out, mapping_out)
 
 
@@ -293,7 +326,8 @@ def eval_(
 
     try:
         s = api.load(spec)
-        ev, plan = api.evaluate_mapping(s, mapping)
+        with _compile_notice(json_out != "-"):
+            ev, plan = api.evaluate_mapping(s, mapping)
     except SpecError as exc:
         raise _fail(exc) from None
     if json_out != "-":
@@ -454,7 +488,8 @@ def check(
         from dfsearch.check import check as run_check
 
         s = api.load(spec)
-        result = run_check(s, time_limit_s=time_limit, seed=s.search.seed if seed is None else seed)
+        with _compile_notice(json_out != "-"):
+            result = run_check(s, time_limit_s=time_limit, seed=s.search.seed if seed is None else seed)
     except (SpecError, InfeasibleError, SolverUnavailableError) as exc:
         raise _fail(exc) from None
     data = result.to_json()

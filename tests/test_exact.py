@@ -21,6 +21,7 @@ from dfsearch.errors import SolverUnavailableError
 from dfsearch.search.exact import ExactResult, solve_exact
 from dfsearch.search.sharding import solve_spec_sharding
 
+from _clock import load_factor
 from specs import random_spec
 
 #: CP-SAT work limit (deterministic seconds) of every solve here: reproducible
@@ -239,12 +240,13 @@ def test_too_large_is_refused_with_the_reason():
     assert r.status == "too_large" and "option tables" in r.message
 
 
+@pytest.mark.wallclock
 def test_time_limit_is_honoured():
     spec = random_spec(5, 16, num_config=6, cycle=True, sram=2e4, training=False)
     problem = lowered(spec)
     r = solve_exact(problem, time_limit_s=0.3, max_deterministic_time=0.0)
     assert r.status in ("feasible", "unknown")
-    assert r.seconds < 5.0
+    assert r.seconds < 5.0 * load_factor()  # CP-SAT's limit is wall-clock time
     if r.status == "feasible":
         assert all_ii(problem, r.assignment) == pytest.approx(r.value_ns, rel=1e-12)
     assert r.bound_ns is not None and r.bound_ns >= 0.0

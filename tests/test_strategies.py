@@ -170,9 +170,9 @@ def test_a_stop_found_at_the_start_returns_at_once_without_a_claim(name, control
     s = usable_assignment(name)
     problem = _heavy_problem()
     ctl = control_array(stop=True) if control == "stop flag" else control_array(deadline=0.0)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: another process on the core does not count
     a = s.assign(problem, seed=0, control=ctl)
-    assert time.perf_counter() - t0 < 0.5
+    assert time.process_time() - t0 < 0.5
     assert a.stopped and not a.exhaustive and a.config is None and a.evaluations == 0
 
 
@@ -181,9 +181,9 @@ def test_a_stop_found_at_the_start_returns_at_once_without_a_claim(name, control
 def test_a_tiny_budget_stops_promptly_without_a_claim(name, budget):
     s = usable_assignment(name)
     problem = _heavy_problem()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     a = s.assign(problem, seed=0, control=control_array(max_evaluations=budget))
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert a.stopped and not a.exhaustive
     assert a.evaluations < 1000  # at most one check interval past the budget
 

@@ -128,7 +128,8 @@ def test_roofline_points_lie_under_their_roofs(tmp_path):
         expected = plots.roofline_points(rows, level)
         assert len(expected) == 4  # every point moves bytes at both levels
         drawn = np.concatenate([c.get_offsets() for c in ax.collections])
-        assert sorted(map(tuple, drawn.tolist())) == pytest.approx(sorted((x, y) for _, x, y in expected))
+        assert np.array(sorted(map(tuple, drawn.tolist()))) == pytest.approx(
+            np.array(sorted((x, y) for _, x, y in expected)))
         for r, x, y in expected:
             assert y <= min(r["peak_gflops"], x * r[bw]) * (1 + 1e-9)
             assert y == pytest.approx(r["flop_per_chip"] / r["all_config_ii_ns"])

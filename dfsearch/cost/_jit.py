@@ -20,16 +20,17 @@ them compiles afresh; the digest is computed once, on the first compilation or c
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numba
 from numba.core.caching import FunctionCache
 
-__all__ = ["jit", "jitted_sources", "source_digest"]
+__all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
 
 #: the dfsearch package folder
 PACKAGE = Path(__file__).absolute().parents[1]
@@ -116,3 +117,28 @@ def _package_imports(tree: ast.Module, package: Path) -> set[Path]:
                 if candidate.is_file():
                     out.add(candidate)
     return out
+
+
+@contextlib.contextmanager
+def on_first_compilation(say: Callable[[], None]) -> Iterator[None]:
+    """Within the block, call ``say()`` once, when a jitted function of dfsearch starts to
+    compile (never when its compiled code is loaded from the on-disk cache), so that a user
+    waiting for the first run is told why. Numba's compile event fires only for a real
+    compilation; functions of other packages are ignored."""
+    from numba.core import event
+
+    class _Once(event.Listener):
+        def __init__(self) -> None:
+            self.said = False
+
+        def on_start(self, ev: event.Event) -> None:
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not self.said and getattr(func, "__module__", "").startswith("dfsearch."):
+                self.said = True
+                say()
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Once()):
+        yield

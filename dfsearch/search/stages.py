@@ -123,8 +123,11 @@ def _explore(run: _Run, choices: list, objective: Any, progress: Progress | None
             value = objective.value(found[0])
             if run.best is None or value < run.best[0]:
                 run.best = (value, *found)
-        if progress is not None:
-            progress(i + 1, len(choices), run.best[0] if run.best else None)
+        if progress is not None:  # the progress line shows seconds (run.best[0] is in ns)
+            progress(i + 1, len(choices), run.best[1].final_s if run.best else None)
+    if progress is not None and choices:  # pruned choices count as done, as in best_first
+        done = len(choices) if not run.stop else run.solved + run.pruned
+        progress(done, len(choices), run.best[1].final_s if run.best else None)
 
 
 def _out_of_budget(run: _Run) -> bool:
