@@ -23,6 +23,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
+#: every mutant runs the whole CLI: the quick subset (-m "not slow") leaves the battery out
+pytestmark = pytest.mark.slow
+
 SHIPPED = {s.name: s for s in M.shipped_sources()}
 SOURCE_IDS = sorted(SHIPPED) + ["converted/gpt3_1.5B.toml"]
 EXAMPLES_PER_SOURCE = 12

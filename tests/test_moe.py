@@ -387,6 +387,7 @@ def _decision_strategy(spec: Spec, dp: int, tp: int):
     return decisions()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_twin_matches_jitted_evaluator_on_moe(data):

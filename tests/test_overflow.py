@@ -390,6 +390,7 @@ def test_jitted_and_reference_agree_near_the_bound(spec, sharding, config):
 
 
 # --------------------------------------------------------------------------- violated amounts
+@pytest.mark.slow
 def test_set_cost_dram_violation_is_the_true_overflow_in_bytes():
     """With micro-batch 2, live activations count twice in DRAM: the overflow of a set is
     act_mult * (its live bytes - the live cap), the evaluator's total - capacity."""

@@ -251,6 +251,7 @@ def test_search_is_deterministic_with_placements():
     assert a.evaluation.final_ns == b.evaluation.final_ns
 
 
+@pytest.mark.slow
 def test_sampled_search_takes_the_placement_as_a_categorical():
     """The optuna outer strategy samples placements (deterministically for a seed)."""
     spec = auto_spec((AUTO, AUTO), seed=2)

@@ -803,6 +803,7 @@ def _examples(n: int):
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+@pytest.mark.slow
 @_examples(300)
 @given(cases)
 def test_twin_matches_jitted_evaluator(case: tuple[Spec, Decision]) -> None:
@@ -821,6 +822,7 @@ def test_twin_matches_jitted_evaluator_textbook_quirks(case: tuple[Spec, Decisio
     compare(spec, decision, quirks)
 
 
+@pytest.mark.slow
 @_examples(200)
 @given(serving_cases())
 def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decision]) -> None:
@@ -831,6 +833,7 @@ def test_twin_matches_jitted_evaluator_on_serving_steps(case: tuple[Spec, Decisi
     compare(spec, decision)
 
 
+@pytest.mark.slow
 @_examples(60)
 @given(stacked_cases(), st.sampled_from([Quirks(), Quirks(), Quirks.textbook()]))
 def test_twin_matches_jitted_evaluator_on_stacked_layers(
@@ -849,6 +852,7 @@ def test_twin_matches_jitted_evaluator_on_stacked_layers(
 @pytest.mark.parametrize("training", [True, False], ids=["llm", "llm-fwd"])
 @pytest.mark.parametrize("ends", [(True, False), (False, True), (True, True)],
                          ids=["embedding", "lm_head", "both"])  # fmt: skip
+@pytest.mark.slow
 def test_twin_matches_jitted_evaluator_on_whole_model_graphs(
     training: bool, ends: tuple[bool, bool], data: st.DataObject, quirks: Quirks
 ) -> None:
@@ -1146,6 +1150,7 @@ def test_v2_feasible_mapping_fits_in_sram() -> None:
     assert ev.status is Status.SRAM or max(c.sram_bytes for c in ev.configs) <= 401.0
 
 
+@pytest.mark.slow
 def test_twin_uses_the_decisions_configuration_count():
     """With num_config "auto" a decision may carry empty trailing configurations (a searched
     DLRM mapping does); the twin counts them as the evaluator does, so the FWD/BWD split

@@ -365,6 +365,7 @@ def test_check_refuses_a_staged_model(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "whole model in pipeline pieces" in r.output
 
 
+@pytest.mark.slow
 def test_stage_times_agree_with_the_reference_twin(pp2) -> None:
     """The naive twin (cost/reference.py) evaluates every piece's decision in its stage role
     (runs, the other pieces' bytes beside it); composed by the batch formula, its times give

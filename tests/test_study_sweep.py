@@ -144,6 +144,7 @@ def test_table_of_another_study_is_refused(tmp_path):
         sweep(load_study(other), tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_same_table_whatever_jobs(tmp_path):
     """Determinism: same study and seed, identical table for --jobs 1 and 2 (the seconds
     column, a wall-clock time, aside)."""
@@ -175,6 +176,7 @@ def test_pareto_option_errors_exit_2(tmp_path):
     assert r.exit_code == 2 and "has no results table" in r.output
 
 
+@pytest.mark.slow
 def test_progress_line_on_stderr_and_quiet(tmp_path):
     path = make_study(tmp_path)
     out = subprocess.run([sys.executable, "-m", "dfsearch", "sweep", str(path), "-o", str(tmp_path / "a")],
@@ -208,6 +210,7 @@ def test_killed_sweep_resumes(tmp_path):
     assert rows_without_seconds(table) == rows_without_seconds(tmp_path / "fresh" / "results.csv")
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_table(tmp_path):
     """--dask on a LocalCluster (2 worker processes): the same table as in-process."""
     distributed = pytest.importorskip("distributed")
