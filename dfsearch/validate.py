@@ -549,7 +549,7 @@ def validate_parts(
                 _check_llm_tiling(s, graph)
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
-        _check_partition(s, graph, workload, system, execution)
+        _check_partition(s, graph, workload, system)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:
@@ -574,19 +574,13 @@ def validate_parts(
     return s.issues
 
 
-def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: System | None,
-                     execution: Execution | None) -> None:
-    """DFModel's pipeline partitioning (``workload.partition_graph``): the FLOP model (the
-    partitions are priced by their FLOP), and a fixed pp size no larger than the kernels."""
+def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: System | None) -> None:
+    """DFModel's pipeline partitioning (``workload.partition_graph``): a fixed pp size no
+    larger than the kernels (every partition holds one)."""
     from dfsearch.workloads.llm import partitions_graph
 
     if not partitions_graph(workload):
         return
-    if execution is not None and execution.compute_util == 0:
-        s.add("workload.partition_graph", "needs the FLOP model (execution.compute_util > 0): "
-              "the partitions are priced by their FLOP (docs/model.md, \"Pipeline "
-              "partitioning\"); the cycle model is not supported with it. Got compute_util = 0 "
-              "instead.")  # fmt: skip
     if system is None:
         return
     for i, d in enumerate(system.network):

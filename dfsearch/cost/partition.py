@@ -28,13 +28,15 @@ the sharding is the byte-minimal one of the inter-chip pass (DFModel optimises i
 but its partition price does not depend on it except through these bytes, and on DFModel's
 graphs the byte-minimal sharding is minimal in every partition); a partition must hold at
 least one kernel (DFModel allows empty ones, and its slowest could then be empty); the FLOP
-model only (its cycle-model branch is a different machine model; the spec is refused);
+model model exactly (in its cycle-model branch the kernels of a partition share the cores; we price
+each on all the cores, one after another, and the cut is then not claimed optimal);
 kernel-by-kernel inputs are partitioned like dataflow ones (DFModel pins partition = kernel
 index there, which no input with fewer partitions than kernels satisfies).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -147,10 +149,11 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
     ratio = r.all_reduce + r.all_to_all + r.all_gather
     kernels = spec.graph.kernels
     st = GraphStructure.of(spec.graph)
-    rate = ex.compute_util * sysm.accelerator.peak_gflops
     flop = partition_flop(spec, grp.tp)
-    compute = [f * (1.0 / ex.compute_util) / sysm.accelerator.peak_gflops for f in flop] \
-        if rate > 0 else [0.0] * len(kernels)  # fmt: skip
+    if ex.compute_util > 0:
+        compute = [f * (1.0 / ex.compute_util) / sysm.accelerator.peak_gflops for f in flop]
+    else:
+        compute = [_cycle_ns(spec, k, grp.tp) for k in kernels]
     coll = [_out_bytes(spec, i) if sharding[i] is Dim.K and not ex.skip_inter_chip_optimization
             else 0.0 for i in range(len(kernels))]  # fmt: skip
     edge_bytes = []
@@ -180,7 +183,26 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
         weight=tuple(weight), edges=tuple(zip(st.src, st.dst)), edge_bytes=tuple(edge_bytes),
         beta=beta, parts=parts, lo=tuple(lo), hi=tuple(hi),
     )  # fmt: skip
-    return problem, {"compute": compute, "flop": flop, "coll_bytes": coll, "ratio": ratio}
+    return problem, {"compute": compute, "flop": flop, "coll_bytes": coll, "ratio": ratio,
+                     "exact_price": ex.compute_util > 0}
+
+
+def _cycle_ns(spec: Spec, k: Any, tp: int) -> float:
+    """The cycle model's time of one kernel on all the chip's cores (M / TP rows, no outer),
+    the best split of the cores into lanes x stages: the additive price of a partition in the
+    cycle model, where DFModel shares the cores among the partition's kernels (module
+    docstring: not exact)."""
+    a = spec.system.accelerator
+    rows = max(k.m / tp, 1.0)
+    if k.type.name == "SIMD":
+        return math.ceil(rows / (a.cores * a.systolic_width)) * k.n / a.freq_GHz
+    best = math.inf
+    for lanes in range(1, a.cores + 1):
+        stages = a.cores // lanes
+        m = math.ceil(rows / (lanes * a.systolic_width))
+        n = math.ceil(k.n / (stages * a.systolic_height))
+        best = min(best, m * n * k.k)
+    return best / a.freq_GHz
 
 
 def plan_of(spec: Spec, problem: Any, parts_info: dict[str, Any], sharding: tuple[Dim, ...],
@@ -195,8 +217,10 @@ def plan_of(spec: Spec, problem: Any, parts_info: dict[str, Any], sharding: tupl
     for c in range(problem.parts):
         members = [i for i, p in enumerate(assignment) if p == c]
         flop = sum(parts_info["flop"][i] for i in members)
-        compute = flop * (1.0 / ex.compute_util) / sysm.accelerator.peak_gflops \
-            if ex.compute_util > 0 else 0.0  # fmt: skip
+        if ex.compute_util > 0:
+            compute = flop * (1.0 / ex.compute_util) / sysm.accelerator.peak_gflops
+        else:
+            compute = sum(parts_info["compute"][i] for i in members)
         by = sum(parts_info["coll_bytes"][i] for i in members)
         coll = by * parts_info["ratio"]
         p2p = alive[c] * problem.beta

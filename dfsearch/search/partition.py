@@ -432,6 +432,7 @@ class _Run:
     open_bound: float = math.inf
     proven: bool = True
     exact_cuts: bool = True
+    exact_price: bool = True  #: DFModel's partition price reproduced (the FLOP model)
     stop: str = ""
     violations: dict = field(default_factory=dict)
     methods: set = field(default_factory=set)
@@ -487,6 +488,7 @@ def _choices(spec: Any, run: _Run, objective: Any) -> list:
                 run.violations.setdefault("partition", replace(v, detail=str(exc)))
                 continue
             run.exact_cuts &= sol.exact
+            run.exact_price &= info["exact_price"]
             plan = plan_of(spec, problem, info, sharding, sol.part, exact=sol.exact,
                            lower_bound_ns=sol.lower_bound_ns)  # fmt: skip
             sub = kept_spec(spec, plan, pp)
@@ -544,7 +546,7 @@ def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
     value = best[0] if best else math.inf
     bound = min(run.open_bound, value)
     met = best is not None and not run.stop and bound >= value - PROOF_REL_TOL * abs(value)
-    if met and run.proven and run.exact_cuts:
+    if met and run.proven and run.exact_cuts and run.exact_price:
         status = RunStatus.OPTIMAL
     elif run.stop == "interrupted":
         status = RunStatus.INTERRUPTED
@@ -558,6 +560,9 @@ def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
     if not run.exact_cuts:
         notes.append("the graph has too many order ideals for the exact partitioning: the "
                      "partitions were cut along a few topological orders (not proven)")
+    if not run.exact_price:
+        notes.append("cycle model: each partition priced with its kernels on all the cores one "
+                     "after another (DFModel shares the cores among them): the cut is not proven")
     if run.stop and run.stop != "interrupted":
         notes.append(f"{run.stop} after {run.solved + run.pruned} of {total} outer choices")
     has_bound = best is not None and bound > 0
