@@ -49,10 +49,15 @@ def describe_graph(graph: Graph) -> list[str]:
 
 
 def _pieces_line(spec: Spec) -> list[str]:
-    """How a whole model in pipeline pieces runs its graph (``cost/stages.py``)."""
+    """How a whole model in pipeline pieces (``cost/stages.py``), or a graph cut into pipeline
+    partitions (``cost/partition.py``), runs its graph."""
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import is_staged
     from dfsearch.kernels.pieces import split_pieces
 
+    if is_partitioned(spec):
+        return [f"          {spec.workload.num_layer_in_graph} layers of the whole pipeline, cut "
+                "into PP partitions; the slowest runs on every stage (DFModel Part II 2.4)"]
     if not is_staged(spec):
         return []
     p, wl = split_pieces(spec.graph), spec.workload

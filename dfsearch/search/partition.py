@@ -53,7 +53,7 @@ __all__ = ["PartitionProblem", "PartitionSolution", "PartitionInfeasible", "solv
            "PAIR_LIMIT"]
 
 #: exact search over every order ideal up to this many ideals
-IDEAL_LIMIT = 200_000
+IDEAL_LIMIT = 50_000
 #: cut-byte tie-break by the exact pair DP up to this many ideals
 PAIR_LIMIT = 1_500
 
