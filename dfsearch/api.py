@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfsearch.cost.model import Evaluation
+from dfsearch.cost.partition import PartitionPlan
 from dfsearch.cost.stages import StagePlan
 from dfsearch.decision import Decision
 from dfsearch.errors import InfeasibleError
@@ -120,9 +121,16 @@ def evaluate(source: str | Path | Spec, decision: Decision) -> Evaluation:
         mapping files: one decision per piece).
     """
     from dfsearch.cost.model import evaluate as _evaluate
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import is_staged
 
     spec = load(source)
+    if is_partitioned(spec):
+        from dfsearch.errors import SpecError
+
+        raise SpecError("a graph cut into pipeline partitions (workload.partition_graph) needs "
+                        "its partition besides the decision: use dfsearch.api.evaluate_mapping "
+                        "with a mapping file", file="dfsearch.evaluate")  # fmt: skip
     if is_staged(spec):
         from dfsearch.errors import SpecError
 
@@ -134,9 +142,10 @@ def evaluate(source: str | Path | Spec, decision: Decision) -> Evaluation:
 
 
 def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
-                     ) -> tuple[Evaluation, StagePlan | None]:
+                     ) -> tuple[Evaluation, StagePlan | PartitionPlan | None]:
     """Evaluate the mapping file ``mapping`` (docs/mapping.md) on a spec: (the evaluation,
-    the pipeline stages of a whole model in pieces, else None).
+    the pipeline stages of a whole model in pieces, or the partitions of a graph cut into
+    pipeline partitions, else None).
 
     Raises
     ------
@@ -144,10 +153,14 @@ def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
         Bad spec or mapping file.
     """
     from dfsearch.cost.model import evaluate as _evaluate
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import evaluate_staged, is_staged
-    from dfsearch.mapping import load_mapping, load_staged_mapping
+    from dfsearch.mapping import load_mapping, load_partitioned_mapping, load_staged_mapping
 
     spec = load(source)
+    if is_partitioned(spec):
+        d, plan, kept = load_partitioned_mapping(mapping, spec)
+        return _evaluate(kept, d), plan
     if is_staged(spec):
         m = load_staged_mapping(mapping, spec)
         return evaluate_staged(spec, m.decisions, m.stage_layers)

@@ -181,9 +181,15 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
 
 def _one_graph(spec: Spec) -> None:
     """SpecError for a whole model in pipeline pieces: the exact solver takes one graph."""
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import is_staged
     from dfsearch.errors import SpecError
 
+    if is_partitioned(spec):
+        raise SpecError("cannot check this spec: its graph is cut into pipeline partitions "
+                        "(workload.partition_graph) before the intra-chip model runs the "
+                        "slowest; 'dfsearch run' reports the partitions and whether the cut and "
+                        "the search on it are proven optimal", file="dfsearch check")  # fmt: skip
     if is_staged(spec):
         raise SpecError("cannot check this spec: the exact solver takes one graph, and this is a "
                         "whole model in pipeline pieces (an embedding or LM head with "

@@ -306,8 +306,12 @@ def _write_run(result, path: Path, json_out: str | None, mapping_out: Path | Non
 
         plan = result.stages
         names = plan.names["layers"] if plan is not None else None
+        part = result.partition
+        names = part.names if part is not None else names
         m = decision_to_mapping(result.spec, result.evaluation.decision, names)
-        _write_file(mapping_out, mapping_to_toml(m | (plan.mapping() if plan is not None else {})))
+        m |= plan.mapping() if plan is not None else {}
+        m |= part.mapping(result.spec) if part is not None else {}
+        _write_file(mapping_out, mapping_to_toml(m))
     if result.status is RunStatus.INTERRUPTED:
         typer.echo("interrupted: the mapping above is the best found so far, not proven.", err=True)
         raise typer.Exit(130)
@@ -322,7 +326,8 @@ def eval_(
     """Evaluate one given mapping (no search) and report it."""
     _check_args(inputs=(spec, mapping), outputs={"--json": json_out})
     from dfsearch import api
-    from dfsearch.report import describe_spec, format_evaluation, stage_lines
+    from dfsearch.cost.partition import PartitionPlan
+    from dfsearch.report import describe_spec, format_evaluation, partition_lines, stage_lines
 
     try:
         s = api.load(spec)
@@ -330,9 +335,12 @@ def eval_(
             ev, plan = api.evaluate_mapping(s, mapping)
     except SpecError as exc:
         raise _fail(exc) from None
+    part = plan if isinstance(plan, PartitionPlan) else None
+    stages = None if part is not None else plan
     if json_out != "-":
         lines = [f"dfsearch {__version__}: {spec} with {mapping}", *describe_spec(s),
-                 *format_evaluation(ev, s, plan), *(stage_lines(plan) if plan else [])]
+                 *format_evaluation(ev, s, stages), *(stage_lines(stages) if stages else []),
+                 *(partition_lines(part) if part is not None and ev.feasible else [])]
         typer.echo("\n".join(lines))
     if json_out:
         from dfsearch.result import RunResult, SearchStats
@@ -340,7 +348,8 @@ def eval_(
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
-        _write_json(_finite(RunResult(s, ev, stats, stages=plan).to_json() | extra), json_out)
+        res = RunResult(s, ev, stats, stages=stages, partition=part)
+        _write_json(_finite(res.to_json() | extra), json_out)
     if not ev.feasible:
         typer.echo(f"{mapping}: infeasible mapping: {ev.status.message} (by {ev.violation:.6g}).", err=True)
         raise typer.Exit(1)

@@ -32,7 +32,8 @@ from dfsearch.placement import Placement, fixed_placement, has_searched_dims, pa
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
-__all__ = ["load_mapping", "load_staged_mapping", "StagedMapping", "decision_to_mapping", "mapping_to_toml"]
+__all__ = ["load_mapping", "load_staged_mapping", "StagedMapping", "load_partitioned_mapping",
+           "decision_to_mapping", "mapping_to_toml"]
 
 #: Largest accepted values (the ranges of the matching spec fields, docs/spec.md).
 MAX_MICRO_BATCH = 2**40
@@ -175,6 +176,108 @@ def load_staged_mapping(path: str | Path, spec: Spec) -> StagedMapping:
     if issues:
         raise SpecError(issues, file=str(path))
     return StagedMapping(decisions=decisions, stage_layers=split)
+
+
+def load_partitioned_mapping(path: str | Path, spec: Spec) -> tuple[Decision, Any, Spec]:
+    """Read the mapping of a ``workload.partition_graph`` spec (docs/mapping.md, "Pipeline
+    partitions"): shape, placement, micro-batch size; ``partition``, every kernel's pipeline
+    partition; ``sharding`` (kernels left out: solved on the whole graph, byte-minimal);
+    ``num_tile``, ``num_config`` and ``config`` of the kernels of the slowest partition, which
+    DFModel's intra-chip model runs. Returns (that partition's decision, the partition plan,
+    the spec of that partition).
+
+    Raises
+    ------
+    SpecError
+        As ``load_mapping``; also a ``partition`` table that misses a kernel, gives an
+        integer outside [0, PP - 1], puts a consumer before its producer, leaves a partition
+        empty or breaks a pinned configuration or the forward/backward rule, and a ``config``
+        entry for a kernel outside the slowest partition.
+    """
+    from dfsearch.cost.network import groups
+    from dfsearch.cost.partition import full_sharding, kept_spec, partition_problem, plan_of
+    from dfsearch.search import outer as outer_mod
+
+    path = Path(path)
+    data = _read(path)
+    issues: list[Issue] = []
+    index = {k.name: i for i, k in enumerate(spec.graph.kernels)}
+    shape = _read_shape(data, spec, issues)
+    placement = _read_placement(data, spec, shape, issues)
+    _int_field(data, "micro_batch_size", outer_mod.micro_batch_size(spec), MAX_MICRO_BATCH, issues)
+    pinned = _read_sharding(data, index, issues)
+    if issues:
+        raise SpecError(issues, file=str(path))
+    pp = groups(spec.system, shape, placement).pp
+    sharding = full_sharding(spec, shape, placement, pinned)
+    problem, info = partition_problem(spec, shape, placement, sharding)
+    part = _read_partition(data, spec, problem, issues)
+    if issues or part is None:
+        raise SpecError(issues, file=str(path))
+    plan = plan_of(spec, problem, info, sharding, part, exact=False, lower_bound_ns=0.0, given=True)
+    sub = kept_spec(spec, plan, pp)
+    kept = set(plan.names)
+    cfg = data.get("config", {})
+    if isinstance(cfg, dict):
+        for name in cfg:
+            if name in index and name not in kept:
+                issues.append(Issue(f"config.{name}", f"maps a kernel of partition "
+                                    f"{part[index[name]]}: DFModel's intra-chip model runs only "
+                                    f"the slowest partition, {plan.kept}, whose kernels need "
+                                    "configurations (the others have none)."))  # fmt: skip
+        cfg = {n: v for n, v in cfg.items() if n not in index or n in kept}
+    rest = {k: v for k, v in data.items() if k not in ("sharding", "partition", "config")}
+    d = _decision(rest | {"config": cfg}, sub, issues)
+    if issues or d is None:
+        raise SpecError(issues, file=str(path))
+    return d, plan, sub
+
+
+def _read_partition(data: dict[str, Any], spec: Spec, problem: Any,
+                    issues: list[Issue]) -> tuple[int, ...] | None:
+    """``partition``: every kernel's partition in [0, PP - 1], producers no later than their
+    consumers, every partition non-empty, within each kernel's allowed range."""
+    table = data.get("partition")
+    kernels = spec.graph.kernels
+    pp = problem.parts
+    if not isinstance(table, dict):
+        issues.append(Issue("partition", "is required: a table of kernel name -> pipeline "
+                            f"partition in [0, {pp - 1}] for every kernel (the spec's "
+                            "workload.partition_graph cuts the graph into PP partitions). Got "
+                            f"{table!r} instead."))  # fmt: skip
+        return None
+    index = {k.name: i for i, k in enumerate(kernels)}
+    part = [-1] * len(kernels)
+    for name, v in table.items():
+        if name not in index:
+            issues.append(Issue(f"partition.{name}", "is not a kernel of the graph."))
+        elif not _is_int(v, 0, pp - 1):
+            issues.append(_int_issue(f"partition.{name}", v, 0, pp - 1, f" (PP = {pp})"))
+        else:
+            part[index[name]] = v
+    for k in kernels:
+        if k.name not in table:
+            issues.append(Issue(f"partition.{k.name}", "is missing (every kernel needs one)."))
+    if issues:
+        return None
+    for (s, d) in problem.edges:
+        if part[s] > part[d]:
+            issues.append(Issue(f"partition.{kernels[d].name}", f"must be >= "
+                                f"{part[s]}, the partition of its producer {kernels[s].name!r} "
+                                f"(partitions run in order). Got {part[d]} instead."))  # fmt: skip
+    for i, k in enumerate(kernels):
+        lo, hi = problem.lo[i], problem.hi[i]
+        if not lo <= part[i] <= hi:
+            why = (f"its pinned config {k.config}" if k.config >= 0 else
+                   "the forward/backward rule: forward kernels in the first half of the "
+                   "partitions, backward kernels in the second")
+            issues.append(Issue(f"partition.{k.name}", f"must be in [{lo}, {hi}] ({why}). Got "
+                                f"{part[i]} instead."))  # fmt: skip
+    empty = sorted(set(range(pp)) - set(part))
+    if empty:
+        issues.append(Issue("partition", f"leaves partition(s) {', '.join(map(str, empty))} "
+                            f"empty: each of the PP = {pp} partitions needs a kernel."))
+    return None if issues else tuple(part)
 
 
 def _read_stage_layers(data: dict[str, Any], spec: Spec, lay: Decision,
@@ -493,6 +596,10 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
         lines.append(f"stage_layers = {json.dumps(m['stage_layers'])}  # layer-graph "
                      "executions per pipeline stage")
     lines += _tables("", m)
+    if "partition" in m:
+        lines += ["", "[partition]  # kernel -> pipeline partition (DFModel Part II 2.4); config "
+                      "maps the slowest partition's kernels, which every stage runs"]
+        lines += [f"{_key(k)} = {v}" for k, v in m["partition"].items()]
     for end in ("embedding", "lm_head"):
         if end in m:
             t = m[end]

@@ -12,11 +12,12 @@ from dfsearch.spec import Graph, Spec
 from dfsearch.workloads import model_of
 
 if TYPE_CHECKING:
+    from dfsearch.cost.partition import PartitionPlan
     from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
 
 __all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run",
-           "stage_lines"]
+           "stage_lines", "partition_lines"]
 
 
 def format_seconds(ns: float) -> str:
@@ -48,10 +49,15 @@ def describe_graph(graph: Graph) -> list[str]:
 
 
 def _pieces_line(spec: Spec) -> list[str]:
-    """How a whole model in pipeline pieces runs its graph (``cost/stages.py``)."""
+    """How a whole model in pipeline pieces (``cost/stages.py``), or a graph cut into pipeline
+    partitions (``cost/partition.py``), runs its graph."""
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import is_staged
     from dfsearch.kernels.pieces import split_pieces
 
+    if is_partitioned(spec):
+        return [f"          {spec.workload.num_layer_in_graph} layers of the whole pipeline, cut "
+                "into PP partitions; the slowest runs on every stage (DFModel Part II 2.4)"]
     if not is_staged(spec):
         return []
     p, wl = split_pieces(spec.graph), spec.workload
@@ -256,6 +262,8 @@ def format_run(result: RunResult, *, title: str = "") -> str:
         lines += format_evaluation(ev, result.spec, result.stages)
         if result.stages is not None:
             lines += stage_lines(result.stages)
+        if result.partition is not None:
+            lines += partition_lines(result.partition)
     else:
         lines += ["", result.infeasible_message()]
     lines += [
@@ -275,6 +283,32 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     if result.speculative is not None:
         lines += _speculative_lines(result.speculative)
     return "\n".join(lines)
+
+
+def partition_lines(plan: PartitionPlan) -> list[str]:
+    """DFModel's pipeline partitions of a multi-layer graph (docs/model.md, "Pipeline
+    partitioning"): each partition's kernels and inter-chip latency, the slowest kept."""
+    n = sum(len(p.kernels) for p in plan.partitions)
+    how = ("given by the mapping" if plan.given else
+           "fastest slowest partition, then fewest bytes sent: optimal" if plan.exact else
+           f"cut along topological orders, not proven (bound {format_seconds(plan.lower_bound_ns)})")
+    lines = [
+        f"partition {len(plan.partitions)} pipeline partition(s) of the {n}-kernel graph, priced by "
+        "DFModel's inter-chip model (Part II 2.4); the table above maps the slowest, which every "
+        "stage runs",
+        f"  {'part':>5}  {'kernels':<44} {'compute':>10} {'collectives':>11} {'p2p':>10} "
+        f"{'cut bytes':>10} {'latency':>10}",
+    ]
+    for c, p in enumerate(plan.partitions):
+        names = f"{len(p.kernels)}: " + (f"{p.kernels[0]} .. {p.kernels[-1]}" if len(p.kernels) > 1
+                                         else p.kernels[0])
+        names = names if len(names) <= 44 else names[:41] + "..."
+        lines.append(f"  {c:>5}  {names:<44} {format_seconds(p.compute_ns):>10} "
+                     f"{format_seconds(p.collective_ns):>11} {format_seconds(p.p2p_ns):>10} "
+                     f"{_si(p.alive_bytes, 'B'):>10} {format_seconds(p.latency_ns):>10}"
+                     + ("  slowest (kept)" if c == plan.kept else ""))
+    lines.append(f"          cut: {how}; {_si(plan.sent_bytes, 'B')} sent between partitions")
+    return lines
 
 
 def stage_lines(plan: StagePlan) -> list[str]:

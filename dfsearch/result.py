@@ -13,6 +13,7 @@ from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
 
 if TYPE_CHECKING:
+    from dfsearch.cost.partition import PartitionPlan
     from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
 
@@ -38,6 +39,7 @@ _CONSTRAINTS = {
     "config": ("configuration rules (FWD/BWD split, pinned configs, num_input)", "", ""),
     "order": ("configuration order of an edge", "", ""),
     "latency": ("step latency (TTFT or TPOT)", "search.latency_bound_ms", "ns"),
+    "partition": ("pipeline partitions of the graph (one kernel at least each, the forward/backward rule, pinned configs)", "", ""),
 }
 
 
@@ -149,6 +151,9 @@ class RunResult:
     speculative: SpeculativeResult | None = None
     #: a whole model in pipeline pieces (``cost/stages.py``): the stages and the pieces
     stages: StagePlan | None = None
+    #: DFModel's pipeline partitioning (``cost/partition.py``): the partitions and which
+    #: one the evaluation maps (its kernels: ``partition.names``)
+    partition: PartitionPlan | None = None
 
     @property
     def status(self) -> RunStatus:
@@ -177,9 +182,13 @@ class RunResult:
         lb = self.search.lower_bound_s
         if ev is not None:
             names = self.stages.names["layers"] if self.stages is not None else None
+            if self.partition is not None:
+                names = self.partition.names
             out |= _evaluation_json(self.spec, ev, names)
             if self.stages is not None:  # the ends' parts of a mapping file
                 out |= self.stages.mapping()
+            if self.partition is not None:  # the partition parts of a mapping file
+                out |= self.partition.mapping(self.spec)
         else:
             out["final_s"] = None
             out["violations"] = [v.to_json() for v in self.violations]
@@ -210,6 +219,8 @@ class RunResult:
             out["speculative"] = self.speculative.to_json()
         if self.stages is not None:
             out["pipeline_stages"] = self.stages.to_json()
+        if self.partition is not None:
+            out["pipeline_partition"] = self.partition.to_json()
         return out
 
 

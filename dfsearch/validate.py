@@ -549,6 +549,7 @@ def validate_parts(
                 _check_llm_tiling(s, graph)
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
+        _check_partition(s, graph, workload, system)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:
@@ -573,11 +574,29 @@ def validate_parts(
     return s.issues
 
 
+def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: System | None) -> None:
+    """DFModel's pipeline partitioning (``workload.partition_graph``): a fixed pp size no
+    larger than the kernels (every partition holds one)."""
+    from dfsearch.workloads.llm import partitions_graph
+
+    if not partitions_graph(workload):
+        return
+    if system is None:
+        return
+    for i, d in enumerate(system.network):
+        if d.parallelism is Parallelism.PP and d.size > len(graph.kernels):
+            s.add(f"system.network[{i}].size", f"must be <= the {len(graph.kernels)} kernels of "
+                  "the graph: it is the pipeline (pp) size, and workload.partition_graph gives "
+                  f"every pipeline partition at least one kernel. Got {d.size} instead.")
+
+
 def _check_pieces(s: IssueSink, graph: Graph, workload: Workload) -> None:
     """A stacked LLM graph run more than once per micro-batch: its kernels outside the layers
     must be ends of the model (``kernels/pieces.py``)."""
     from dfsearch.kernels.pieces import PiecesError, split_pieces
 
+    if getattr(workload, "partition_graph", False):
+        return  # the graph is cut into partitions, not run in pieces
     if getattr(workload, "num_layer", 1) <= getattr(workload, "num_layer_in_graph", 1):
         return
     try:

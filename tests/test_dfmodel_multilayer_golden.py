@@ -10,7 +10,9 @@ layers in one graph"): kernels renamed ``<name>_L<i>`` and renumbered, the forwa
 L1..LN then the backward kernels of LN..L1, each layer's 53 connections, plus two links per
 layer boundary (``Add_2_L<i>`` -> ``Add_Prev_Layer_L<i+1>``, ``K_bwd_L<i+1>`` ->
 ``Loss_bwd_L<i>``), and ``num_layer_in_graph: N`` added to the ``llm`` block. The stacked
-text goes through ``load_dfmodel_file`` like any DFModel input.
+text goes through ``load_dfmodel_file`` like any DFModel input, and is then read with our rules
+for N stacked layers (``workload.partition_graph`` off), not DFModel's pipeline partitioning
+(tests/test_partition.py).
 
 With N = 2 or 5, E = 80 / N executions and PP = 8 give N x ceil(E / 8) = 10 layers per stage,
 as in DFModel's run. DFModel's printed mapping (its TP/PP/DP, ``sharding[i,j]``, micro-batch 1,
@@ -164,7 +166,8 @@ def stacked(tmp_path_factory):
     for n in (2, 4, 5):
         path = tmp_path_factory.mktemp(f"layers{n}") / "setup.txt"
         path.write_text(stacked_text(text, n))
-        spec = load_dfmodel_file(path)
+        # our reading of N stacked layers, not DFModel's pipeline partitioning
+        spec = load_dfmodel_file(path).replace("workload.partition_graph", False)
         shard = tuple(sharding[position[name]] for _, name in layer_order(text, n))
         out[n] = spec, Decision(
             shape=(int(logged("TP")), int(logged("PP")), int(logged("DP"))), sharding=shard,

@@ -185,8 +185,14 @@ def search(
         If a selected strategy needs an optional dependency that is not installed (before
         any work is done).
     """
+    from dfsearch.cost.partition import is_partitioned
     from dfsearch.cost.stages import is_staged
 
+    if pinned is None and is_partitioned(spec):  # DFModel's pipeline partitioning
+        from dfsearch.search.partition import search_partitioned
+
+        return search_partitioned(spec, seed=seed, time_limit_s=time_limit_s,
+                                  max_evaluations=max_evaluations, progress=progress)
     if pinned is None and is_staged(spec):  # a whole model in pipeline pieces
         from dfsearch.search.stages import search_stages
 

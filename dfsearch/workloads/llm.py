@@ -51,6 +51,10 @@ class LLMWorkload:
     tile_size: int = 0  #: 0 = searched
     num_layer_in_graph: int = 1
     vocab_size: int | None = None  #: None: not given (needed by graph.embedding / lm_head)
+    #: DFModel's reading of ``num_layer_in_graph`` > 1 (Part II 2.4): the graph holds the
+    #: layers of the whole pipeline and is cut into PP partitions at kernel granularity; the
+    #: slowest partition runs on every stage (docs/model.md, "Pipeline partitioning")
+    partition_graph: bool = False
     kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
 
 
@@ -91,7 +95,10 @@ class LLM(WorkloadModel):
         num_layer_in_graph (PP of ``placement``, else of the spec's fixed roles)."""
         from dfsearch.cost.network import groups
 
-        return groups(spec.system, shape, placement).pp <= graph_executions(spec.workload)
+        pp = groups(spec.system, shape, placement).pp
+        if partitions_graph(spec.workload):  # every partition holds at least one kernel
+            return pp <= len(spec.graph.kernels)
+        return pp <= graph_executions(spec.workload)
 
     def tile_counts(self, spec: Spec) -> list[int]:
         """Every divisor of seq_len; a tile size is a lower bound (tile_size x T >= seq_len,
@@ -255,6 +262,15 @@ class LLM(WorkloadModel):
             sink.in_range("workload.vocab_size", w.vocab_size, (1, _P24, "tokens"))
         if w.num_layer_in_graph < 1:
             sink.ge("workload.num_layer_in_graph", w.num_layer_in_graph, 1)
+        elif w.partition_graph and w.num_layer_in_graph < 2:
+            sink.add(
+                "workload.partition_graph",
+                "needs workload.num_layer_in_graph >= 2: it cuts a graph of several layers into "
+                "the pipeline's partitions (docs/model.md, \"Pipeline partitioning\"). Got "
+                f"num_layer_in_graph = {w.num_layer_in_graph} instead.",
+            )
+        elif w.partition_graph:
+            pass  # num_layer is not used: DFModel runs PP partitions of the graph
         elif w.num_layer >= 1 and w.num_layer % w.num_layer_in_graph:
             sink.add(
                 "workload.num_layer_in_graph",
@@ -289,6 +305,12 @@ def _layers_in_graph(wl: LLMWorkload) -> int:
     return getattr(wl, "num_layer_in_graph", 1)
 
 
+def partitions_graph(wl: object) -> bool:
+    """True for DFModel's reading of a multi-layer graph: the graph is cut into PP
+    partitions (``workload.partition_graph``, docs/model.md "Pipeline partitioning")."""
+    return bool(getattr(wl, "partition_graph", False))
+
+
 def _fewest_tiles(wl: LLMWorkload) -> int:
     """ceil(seq_len / tile_size): the fewest tiles of tile_size tokens that cover the
     sequence."""
@@ -302,6 +324,8 @@ def _check_pipeline_depth(sink: IssueSink, system: System, wl: LLMWorkload) -> N
     pp_dims = [i for i, d in enumerate(net) if d.parallelism is Parallelism.PP]
     if not pp_dims or wl.num_layer < 1 or any(d.size < 0 for d in net):
         return
+    if partitions_graph(wl):
+        return  # PP partitions of the graph, however many layers it holds (validate.py)
     i = pp_dims[0]
     size = net[i].size
     free = [j for j, d in enumerate(net) if d.size == 0]
