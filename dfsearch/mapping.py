@@ -597,7 +597,7 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
                      "executions per pipeline stage")
     lines += _tables("", m)
     if "partition" in m:
-        lines += ["", "[partition]  # kernel -> pipeline partition (DFModel Part II 2.4); config "
+        lines += ["", "[partition]  # kernel -> pipeline partition (DFModel's pipeline partitioning); config "
                       "maps the slowest partition's kernels, which every stage runs"]
         lines += [f"{_key(k)} = {v}" for k, v in m["partition"].items()]
     for end in ("embedding", "lm_head"):

@@ -57,7 +57,7 @@ def _pieces_line(spec: Spec) -> list[str]:
 
     if is_partitioned(spec):
         return [f"          {spec.workload.num_layer_in_graph} layers of the whole pipeline, cut "
-                "into PP partitions; the slowest runs on every stage (DFModel Part II 2.4)"]
+                "into PP partitions; the slowest runs on every stage (DFModel's pipeline partitioning)"]
     if not is_staged(spec):
         return []
     p, wl = split_pieces(spec.graph), spec.workload
@@ -294,7 +294,7 @@ def partition_lines(plan: PartitionPlan) -> list[str]:
            f"cut along topological orders, not proven (bound {format_seconds(plan.lower_bound_ns)})")
     lines = [
         f"partition {len(plan.partitions)} pipeline partition(s) of the {n}-kernel graph, priced by "
-        "DFModel's inter-chip model (Part II 2.4); the table above maps the slowest, which every "
+        "DFModel's inter-chip model (docs/model.md, 'Pipeline partitioning'); the table above maps the slowest, which every "
         "stage runs",
         f"  {'part':>5}  {'kernels':<44} {'compute':>10} {'collectives':>11} {'p2p':>10} "
         f"{'cut bytes':>10} {'latency':>10}",

@@ -1,4 +1,4 @@
-"""DFModel's pipeline partitioning of a multi-layer graph (issue 21 item 2; DFModel Part II 2.4;
+"""DFModel's pipeline partitioning of a multi-layer graph (issue 21 item 2;
 docs/model.md, "Pipeline partitioning"): DFModel's two Example runs with
 ``num_layer_in_graph: 4`` reproduced (4 pipeline stages) or beaten and the beating mapping
 confirmed by ``eval`` (2 stages, where DFModel's own mapping, evaluated, gives its printed

@@ -1,4 +1,4 @@
-"""DFModel's pipeline partitioning of a multi-layer graph (DFModel Part II 2.4; docs/model.md,
+"""DFModel's pipeline partitioning of a multi-layer graph (docs/model.md,
 "Pipeline partitioning").
 
 An LLM spec with ``workload.partition_graph`` (the DFModel importer sets it for every input

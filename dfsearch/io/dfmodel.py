@@ -1027,7 +1027,7 @@ class _Builder:
                 wnode, "num_layer_in_graph", required=not legacy, low=1, default=1
             )
             # DFModel reads a graph of several layers as the whole pipeline, cut into PP
-            # partitions (Part II 2.4; docs/model.md, "Pipeline partitioning")
+            # partitions (docs/model.md, "Pipeline partitioning")
             kw["partition_graph"] = (kw["num_layer_in_graph"] or 1) > 1
             if len(self.ctx.issues) == before and kw["num_head"] * kw["head_dim"] != kw[
                 "hidden_dim"

@@ -1,6 +1,6 @@
 """Pipeline partitioning of a kernel DAG (docs/model.md, "Pipeline partitioning").
 
-The problem (DFModel Part II 2.4, priced by ``cost/partition.py``): assign every kernel k of a
+The problem (priced by ``cost/partition.py``): assign every kernel k of a
 DAG to a partition p(k) in 0..P-1 with p(src) <= p(dst) on every edge, every partition
 non-empty and p(k) within [lo_k, hi_k] (pins, DFModel's forward/backward rule), minimising
 the slowest partition

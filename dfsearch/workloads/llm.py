@@ -51,7 +51,7 @@ class LLMWorkload:
     tile_size: int = 0  #: 0 = searched
     num_layer_in_graph: int = 1
     vocab_size: int | None = None  #: None: not given (needed by graph.embedding / lm_head)
-    #: DFModel's reading of ``num_layer_in_graph`` > 1 (Part II 2.4): the graph holds the
+    #: DFModel's reading of ``num_layer_in_graph`` > 1 (docs/model.md, "Pipeline partitioning"): the graph holds the
     #: layers of the whole pipeline and is cut into PP partitions at kernel granularity; the
     #: slowest partition runs on every stage (docs/model.md, "Pipeline partitioning")
     partition_graph: bool = False
