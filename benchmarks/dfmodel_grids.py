@@ -5,7 +5,7 @@ paper's 4 accelerators x 5 topologies x DDR/HBM x PCIe/NVLink on 1024 chips. DFM
 of the same 320 systems are in the repository fengqian-ayce/DFModel at commit 04f93d5
 (``<WORKLOAD>/DSE/system/<chip>/<topology>_<memory>_<network>/log.txt``); the numbers each log
 printed last (``final_s``, ``util``, ``total_cost``, ``total_power``, ...) are in
-``tests/data/dfmodel/design_space/grids/<workload>.csv`` (README.md there says how they were
+``tests/data/dfmodel/dse_grids/<workload>.csv`` (README.md there says how they were
 read). This script runs a grid (or reads a finished sweep's ``results.csv``) and counts the
 cells that agree with DFModel.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "dfsearch" / "examples" / "studies"
-REFERENCE = ROOT / "tests" / "data" / "dfmodel" / "design_space" / "grids"
+REFERENCE = ROOT / "tests" / "data" / "dfmodel" / "dse_grids"
 #: grid name -> (shipped study file, DFModel reference table)
 GRIDS = {
     "llm": (STUDIES / "gpt3_1T_grid.toml", REFERENCE / "llm.csv"),

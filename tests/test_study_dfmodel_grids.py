@@ -1,6 +1,6 @@
 """The shipped 80-system grids describe DFModel's systems: every cell of each grid is run and
 compared with what DFModel printed for the same system (its published design-space logs,
-tests/data/dfmodel/design_space/grids/<workload>.csv, README.md there).
+tests/data/dfmodel/dse_grids/<workload>.csv, README.md there).
 
 Golden numbers: DFModel's printed ``final_s``, ``util``, ``total_cost`` and ``total_power``
 (never our output). Agreement is within 1e-6 relative (benchmarks/dfmodel_grids.py says why).
