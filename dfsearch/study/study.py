@@ -381,7 +381,7 @@ def _overrides(value: Any, axes: tuple[Axis, ...], issues: list[Issue]) -> tuple
 def _override_conditions(value: Any, where: str, axes: tuple[Axis, ...], issues: list[Issue]) -> tuple[Condition, ...]:
     """The conditions of an override's ``where``; each must test an axis, with a value the
     axis has (``==``) or numbers on a numeric axis (``< <= > >=``)."""
-    if value is None:
+    if value is None or value == []:
         issues.append(Issue(f"{where}.where", "is required: conditions on the axes, e.g. \"accelerator == 'sn30'\"."))
         return ()
     texts = value if isinstance(value, list) else [value]
