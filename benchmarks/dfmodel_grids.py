@@ -133,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         t0 = time.perf_counter()
         if args.results:
-            results = args.results / "results.csv"
+            ours = read_table(args.results / "results.csv")
         else:
-            results = run_grid(name, Path(tempfile.mkdtemp(prefix=f"dfmodel_{name}_")))
-        cells = compare(read_table(results), read_table(GRIDS[name][1]), args.rtol)
+            with tempfile.TemporaryDirectory(prefix=f"dfmodel_{name}_") as tmp:
+                ours = read_table(run_grid(name, Path(tmp)))
+        cells = compare(ours, read_table(GRIDS[name][1]), args.rtol)
         n = counts(cells)
         print(f"{name:5} {len(cells):5d} " + " ".join(f"{n[s]:{max(len(s), 5)}d}" for s in STATUSES)
               + f"  {time.perf_counter() - t0:7.1f}")  # fmt: skip
