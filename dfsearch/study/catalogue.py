@@ -25,10 +25,13 @@ read from in ``source``. Which file gave which number:
   ``r_sw``, ``sw_sw``), sizes and ``par_*`` roles; prices ``link_unit_price`` 2.0 and
   ``switch_unit_price`` 24.0 and ``switch_unit_power`` 0.052 are the same in every file.
 
-The published FFT and DLRM design-space runs (``FFT/DSE/system/...``, ``DLRM/DSE/system/...``)
-use the same chips but other network sizes (32 x 32 for the 2-D torus and the dragonfly,
-8 x 8 x 16 for the 3-D torus; tests/data/dfmodel/design_space/README.md): a study of those
-workloads gives them in its ``[networks]`` table (``torus2d = [32, 32]``).
+The published DLRM, HPL and FFT design-space runs (``DLRM/DSE/system/...``, ``HPL/...``,
+``FFT/...``) use the same chips with other network sizes (DLRM and FFT: 32 x 32, 8 x 8 x 16,
+8 x 128; HPL: 32 x 32 everywhere but 4 x 8 x 32 for the 3-D torus) and some per-workload
+settings: SN30 runs them kernel by kernel, the HPL folders give the H100 167,772,160 B of SRAM
+and the WSE-2 a larger HPL problem. A study gives the sizes in its ``[networks]`` table and the
+rest in ``[[override]]`` tables (the shipped ``dlrm_grid``, ``hpl_grid`` and ``fft_grid`` studies
+cite each file).
 
 Deviations, stated: the published inputs do not agree among themselves on ``compute_util``
 (commented out in some folders, 0.9 in others) and ``tile_size`` (2048 in some): the presets

@@ -13,11 +13,16 @@ seed = 0                          # optional: the search seed of every point
 [axes]                            # in this order: the first axis varies slowest
 accelerator = ["h100", "tpu_v4", "sn30", "wse2"]   # a catalogue preset axis
 "system.memory.dram_bw_GBps" = [300, 600]          # a field path axis
+
+[[override]]                      # optional, any number: edits for the points a condition picks
+where = "accelerator == 'sn30'"   # conditions on axes, as a filter (joined by "and")
+set = { "execution.style" = "kernel_by_kernel", "execution.num_config" = 0 }
 ```
 
 A point's spec is the base file's data with, in this order, the ``[set]`` edits, the
 preset axes (accelerator, memory, topology, interconnect, style: catalogue order), the
-``compute_share`` axis (with its ``[area]`` table), then the field
+``compute_share`` axis (with its ``[area]`` table), the ``[[override]]`` edits whose
+conditions hold (file order), then the field
 path axes (file order), read through the TOML loader: the same checks and messages as a
 spec file, and a generated graph is generated again from the edited workload.
 """
@@ -39,9 +44,9 @@ from dfsearch.spec import Spec
 from dfsearch.study import catalogue
 from dfsearch.study.filters import Condition, parse_filter
 
-__all__ = ["Axis", "Point", "Study", "load_study", "study_from_data"]
+__all__ = ["Axis", "Override", "Point", "Study", "load_study", "study_from_data"]
 
-_TOP = ("study", "axes", "set", "networks", "area")
+_TOP = ("study", "axes", "set", "networks", "area", "override")
 #: the derived axis of a chip area split (needs the [area] table)
 AREA_AXIS = "compute_share"
 _STUDY_KEYS = ("base", "combine", "filter", "seed", "name", "description")
@@ -56,6 +61,19 @@ class Axis:
     name: str
     values: tuple[Any, ...]
     preset: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """An ``[[override]]`` table: field edits for the points whose axis values satisfy every
+    condition (a setting that differs per accelerator, per topology or per cell)."""
+
+    conditions: tuple[Condition, ...]
+    edits: tuple[tuple[str, Any], ...]
+    where: str  #: "override[i]", for messages
+
+    def applies(self, by_name: Mapping[str, Any]) -> bool:
+        return all(c.holds(by_name[c.name]) for c in self.conditions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +113,8 @@ class Study:
     network_sizes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: the ``[area]`` table: (units, memory_unit_bytes) of a ``compute_share`` axis
     area: tuple[int, float] | None = None
+    #: the ``[[override]]`` tables, in file order
+    overrides: tuple[Override, ...] = ()
 
     def all_points(self) -> list[Point]:
         """Every combination of the axes' values (before filters)."""
@@ -141,6 +161,10 @@ class Study:
         if AREA_AXIS in by_name and self.area is not None:
             for path, value in catalogue.area_split_edits(by_name[AREA_AXIS], *self.area).items():
                 _put(data, path, value, self.file, f"axes.{AREA_AXIS}")
+        for override in self.overrides:
+            if override.applies(by_name):
+                for path, value in override.edits:
+                    _put(data, path, copy.deepcopy(value), self.file, f"{override.where}.set.{path}")
         for axis, value in zip(self.axes, point.values):
             if not axis.preset:
                 _put(data, axis.name, copy.deepcopy(value), self.file, f"axes.{axis.name}")
@@ -266,6 +290,7 @@ def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
     sizes = _network_sizes(data.get("networks", {}), issues)
     area = _area(data.get("area"), axes, issues)
     filters = _filters(head.get("filter"), issues)
+    overrides = _overrides(data.get("override", []), axes, issues)
     base = head.get("base")
     if (not isinstance(base, str) or not base) and isinstance(data.get("study"), dict):
         issues.append(Issue("study.base", f"must be the path of a spec file (relative to the study file). Got {base!r} instead."))
@@ -274,7 +299,7 @@ def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
     base_path = folder / base
     base_data, defaults = _read_base(base_path, file)
     name = head.get("name") if isinstance(head.get("name"), str) else Path(file).stem
-    return Study(file, base_path, base_data, defaults, axes, combine, filters, fixed, seed, name, sizes, area)
+    return Study(file, base_path, base_data, defaults, axes, combine, filters, fixed, seed, name, sizes, area, overrides)
 
 
 def _unknown(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, issues: list[Issue]) -> None:
@@ -326,6 +351,60 @@ def _fixed(table: Any, issues: list[Issue]) -> tuple[tuple[str, Any], ...]:
         if not _PATH.match(path):
             issues.append(Issue(f"set.{path}", "is not a field path such as \"execution.equations\"."))
         out.append((path, value))
+    return tuple(out)
+
+
+def _overrides(value: Any, axes: tuple[Axis, ...], issues: list[Issue]) -> tuple[Override, ...]:
+    """``[[override]]``: each table has ``where`` (conditions on axis names, as a filter:
+    a string or a list of them) and ``set`` (field path = value), both required."""
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        issues.append(Issue("override", "must be an array of tables: [[override]] where = \"accelerator == 'sn30'\", set = { ... }."))
+        return ()
+    out = []
+    for i, table in enumerate(value):
+        where = f"override[{i}]"
+        before = len(issues)
+        _unknown(table, ("where", "set"), f"{where}.", issues)
+        conditions = _override_conditions(table.get("where"), where, axes, issues)
+        edits = table.get("set")
+        if not isinstance(edits, dict) or not edits:
+            issues.append(Issue(f"{where}.set", f"must be a non-empty table: \"field.path\" = value. Got {edits!r} instead."))
+            edits = {}
+        sub: list[Issue] = []
+        fixed = _fixed(edits, sub)
+        issues += [Issue(f"{where}.{x.path}", x.message) for x in sub]
+        if len(issues) == before:
+            out.append(Override(conditions, fixed, where))
+    return tuple(out)
+
+
+def _override_conditions(value: Any, where: str, axes: tuple[Axis, ...], issues: list[Issue]) -> tuple[Condition, ...]:
+    """The conditions of an override's ``where``; each must test an axis, with a value the
+    axis has (``==``) or numbers on a numeric axis (``< <= > >=``)."""
+    if value is None or value == []:
+        issues.append(Issue(f"{where}.where", "is required: conditions on the axes, e.g. \"accelerator == 'sn30'\"."))
+        return ()
+    texts = value if isinstance(value, list) else [value]
+    by_name = {a.name: a for a in axes}
+    out: list[Condition] = []
+    for j, text in enumerate(texts):
+        path = f"{where}.where" if not isinstance(value, list) else f"{where}.where[{j}]"
+        try:
+            conditions = parse_filter(text, path)
+        except SpecError as exc:
+            issues += exc.issues
+            continue
+        for c in conditions:
+            axis = by_name.get(c.name)
+            numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (*axis.values, c.value)) if axis else False
+            if axis is None:
+                issues.append(Issue(path, f"may only test axes (here: {', '.join(by_name) or 'none'}). Got {c.name!r} in {c.text!r}."))
+            elif c.op == "==" and not any(c.holds(v) for v in axis.values):
+                issues.append(Issue(path, f"{c.text!r} never holds: the axis {c.name!r} has the values {', '.join(map(repr, axis.values))}."))
+            elif c.op not in ("==", "!=") and not numbers:
+                issues.append(Issue(path, f"{c.text!r}: {c.op} compares numbers; the axis {c.name!r} or the value is not numeric."))
+            else:
+                out.append(c)
     return tuple(out)
 
 
