@@ -84,6 +84,8 @@ class Problem:
     pipeline_factor: float
     dram: DramUse = DramUse()  #: the fixed DRAM bytes per chip by purpose
     step: ServingStep | None = None  #: the serving step (``llm_serving``), else None
+    #: the pipeline hops of an inference pass's latency (``WorkloadModel.inference_hops_ns``)
+    latency_hops_ns: float | None = None
 
     @property
     def num_config(self) -> int:
@@ -201,7 +203,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
         tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
         layers_per_stage=b.layers_per_stage, pipeline_factor=pf, dram=dram,
-        step=model.step(ctx),
+        step=model.step(ctx), latency_hops_ns=model.inference_hops_ns(ctx),
     )  # fmt: skip
 
 

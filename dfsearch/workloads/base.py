@@ -325,6 +325,12 @@ class WorkloadModel(ABC):
         """The serving step of these outer choices (None: not a serving kind)."""
         return None
 
+    def inference_hops_ns(self, ctx: Lowering) -> float | None:
+        """The pipeline hops DFModel adds to the layers' time in the latency of one inference
+        pass (``final_latency_ns``, docs/model.md "Inference latency"); None: the workload
+        reports no such latency (the default)."""
+        return None
+
     def network(self, ctx: Lowering) -> NetworkTerms:
         """Collective, channel and point-to-point times (default: no network traffic)."""
         return NetworkTerms()

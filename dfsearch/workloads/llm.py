@@ -216,6 +216,25 @@ class LLM(WorkloadModel):
             ar_latency_ns=r.ar_latency, p2p_ns=p2p,
         )  # fmt: skip
 
+    def inference_hops_ns(self, ctx: Lowering) -> float | None:
+        """(PP - 1) x (hidden x seq_len x word / TP bytes over the PP links + their link
+        latency), DFModel's hops in the latency of an inference pass; None for a training
+        graph (it has backward kernels)."""
+        from dfsearch.cost import network
+
+        spec, g = ctx.spec, ctx.groups
+        if spec.graph.is_training:
+            return None
+        if g.pp <= 1 or g.pp_dim < 0:
+            return 0.0
+        r = network.llm_ratios(
+            spec.system, ctx.shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
+            quirks=ctx.quirks, placement=ctx.outer.placement,
+        )  # fmt: skip
+        wl, sysm = spec.workload, spec.system
+        hop_bytes = wl.hidden_dim * wl.seq_len * ctx.word / g.tp
+        return (g.pp - 1) * (hop_bytes * r.p2p + sysm.network[g.pp_dim].latency_ns(sysm.accelerator))
+
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """The training memory of the first pipeline stage (``cost.training``) when the
         memory model is ``training``; else DFModel's: each stage holds its layers' weights,
