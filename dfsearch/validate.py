@@ -549,6 +549,10 @@ def validate_parts(
                 _check_llm_tiling(s, graph)
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
+    if graph is not None and graph_ok and execution is not None:
+        from dfsearch.pins import pin_issues
+
+        s.issues += pin_issues(graph, execution)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:

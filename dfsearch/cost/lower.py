@@ -181,7 +181,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         sparse=bool(extras or k_chan.any() or any(k_net_1)),
     )  # fmt: skip
     kernels, b, dims = g.kernels, ctx.batch, ctx.dims
-    pins = [k.config if (k.config >= 0 and not constants.fixed_config) else -1 for k in kernels]
+    pins = [k.config if k.config >= 0 else -1 for k in kernels]  # honoured, also when forced
     return Problem(
         kernels=KernelTable(
             **kcols, memory_bytes=_f(model.memory_bytes(ctx)),

@@ -24,7 +24,8 @@ Decisions where protobuf's "absent means zero" matters:
 
 * ``config`` absent is DFModel's 0, i.e. *pinned to configuration 0* when DFModel honours pins
   (DATAFLOW with ``num_config`` other than 0 and the kernel count); elsewhere DFModel ignores
-  pins, and an absent ``config`` becomes -1 (free).
+  pins, and an absent ``config`` becomes -1 (free); an explicit one is kept, and refused by
+  validation when no mapping can honour it (``dfsearch.pins``).
 * ``sharding`` absent (or its placeholder) is ``None``: the inter-chip pass decides.
 * ``num_copy`` absent is 1 (DFModel divides by it); an explicit value must be >= 1.
 * ``perfect_overlap`` and ``overlap`` both absent is v1's ``perfect_overlap: false``, i.e.
