@@ -331,10 +331,16 @@ def eval_(
 
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
+        from dfsearch.explain import UNITS, violation_text
+
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
+        if not ev.feasible:
+            extra |= {"violation_unit": UNITS.get(ev.status, ""), "violation_message": violation_text(s, ev)}
         _write_json(_finite(RunResult(s, ev, stats, stages=plan).to_json() | extra), json_out)
     if not ev.feasible:
-        typer.echo(f"{mapping}: infeasible mapping: {ev.status.message} (by {ev.violation:.6g}).", err=True)
+        from dfsearch.explain import violation_text
+
+        typer.echo(f"{mapping}: infeasible mapping: {violation_text(s, ev)}.", err=True)
         raise typer.Exit(1)
 
 

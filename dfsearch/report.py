@@ -130,7 +130,11 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan 
     if d.placement is not None:  # chosen by the search: the spec leaves some roles free
         lines.append(f"placement {d.placement}")
     if not ev.feasible:
-        lines.append(f"status    INFEASIBLE: {ev.status.message} (by {ev.violation:.6g})")
+        from dfsearch.explain import UNITS, violation_text
+
+        why = violation_text(spec, ev) if spec is not None else (
+            f"{ev.status.message} (by {ev.violation:.6g} {UNITS.get(ev.status, '')})")
+        lines.append(f"status    INFEASIBLE: {why}")
         return lines
     lines += ["", *_config_table(ev)]
     if plan is None:

@@ -270,8 +270,12 @@ class WorkloadModel(ABC):
         return [1]
 
     def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
-        """What is wrong with a given tile count (a mapping file's ``num_tile``), or None."""
-        return None
+        """What is wrong with a given tile count (a mapping file's ``num_tile``), or None.
+        Default: a kind that is not ``tiled`` runs each graph execution whole (T = 1)."""
+        if self.tiled or num_tile == 1:
+            return None
+        return (f"must be 1: a {self.kind.label} workload is not tiled (each graph execution "
+                f"runs whole, the search uses T = 1). Got {num_tile} instead.")  # fmt: skip
 
     def micro_batch_size(self, spec: Spec) -> int:
         """The default micro-batch size (a mapping file that gives none)."""

@@ -107,8 +107,15 @@ class LLM(WorkloadModel):
         return sorted({fewest, *(d for d in divs if d >= fewest)})
 
     def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
-        """A tile count below the tile-size bound: tile_size x T must cover seq_len."""
+        """More tiles than tokens (a tile holds at least one of a sequence's seq_len tokens;
+        a decode step has one), or a tile count below the tile-size bound: tile_size x T
+        must cover seq_len."""
         wl = spec.workload
+        if num_tile > wl.seq_len:
+            return (f"must be <= workload.seq_len = {wl.seq_len}: the tiles cut the "
+                    f"{wl.seq_len} token(s) of a sequence, one token at least per tile"
+                    f"{' (a decode step has one token)' if wl.seq_len == 1 else ''}. "
+                    f"Got {num_tile} instead.")  # fmt: skip
         if wl.tile_size <= 0 or wl.tile_size * num_tile >= wl.seq_len:
             return None
         return (
