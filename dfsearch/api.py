@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dfsearch.codes import Equations
 from dfsearch.cost.model import Evaluation
 from dfsearch.cost.partition import PartitionPlan
 from dfsearch.cost.stages import StagePlan
@@ -21,11 +22,13 @@ from dfsearch.spec import Spec
 __all__ = ["run", "evaluate", "evaluate_mapping", "load"]
 
 
-def load(source: str | Path | Spec) -> Spec:
+def load(source: str | Path | Spec, *, equations: Equations | None = None) -> Spec:
     """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec.
 
     A Spec object is validated again (it may come from ``dataclasses.replace``, which skips
     validation; ``spec.replace(path, value)`` is the validated way to change a field).
+    ``equations`` picks the equation set of a pre-v1 DFModel input, which its text cannot
+    tell (``loader.load_spec``); any other input must already use it.
     """
     if isinstance(source, Spec):
         from dfsearch.errors import SpecError
@@ -34,10 +37,15 @@ def load(source: str | Path | Spec) -> Spec:
         issues = validate_spec(source)
         if issues:
             raise SpecError(issues, file="<Spec object>")
+        if equations is not None and source.execution.equations is not equations:
+            raise SpecError(f"equations: the Spec uses {source.execution.equations.label!r}; "
+                            f"change it with spec.replace('execution.equations', "
+                            f"{equations.label!r}). Got {equations.label!r}.",
+                            file="<Spec object>")  # fmt: skip
         return source
     from dfsearch.loader import load_spec
 
-    return load_spec(source)
+    return load_spec(source, equations=equations)
 
 
 def run(

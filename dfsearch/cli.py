@@ -199,6 +199,28 @@ JsonOpt = Annotated[
 ]
 
 
+EquationsOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--equations", metavar="NAME", help="The DFModel equation set of a pre-v1 input (field 'miscellany'), which its text cannot tell: 'legacy' (DFModel's Compare_w_existing script, the default) or 'design_space' (its design-space runs: FFT/DSE, DLRM/DSE). Other inputs state their set ('v1', 'v2'); the option must then agree (docs/model.md, \"Equation sets\")."),
+]
+
+
+def _equations(name: str | None) -> Any:
+    """The ``Equations`` member named by --equations (None when left out); exit 2 on an
+    unknown name."""
+    if name is None:
+        return None
+    from dfsearch.codes import Equations
+    from dfsearch.validate import quote_list
+
+    try:
+        return Equations.from_label(name)
+    except KeyError:
+        labels = quote_list(e.label for e in Equations)
+        typer.echo(f"--equations must be one of {labels}. Got {name!r} instead.", err=True)
+        raise typer.Exit(2) from None
+
+
 def _strategy_help(kind: str) -> str:
     """Option help listing every registered strategy with its one-line summary."""
     from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
@@ -241,6 +263,7 @@ def run(
         typer.Option("--mapping-out", metavar="PATH", help="Write the best mapping as a mapping file (TOML) for 'dfsearch eval'."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    equations: EquationsOpt = None,
 ) -> None:
     """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example.
 
@@ -267,9 +290,10 @@ def run(
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
                 strategies={"strategy": strategy, "assignment": assignment})  # fmt: skip
+    eq = _equations(equations)
     progress = _progress(not quiet and sys.stderr.isatty() and json_out != "-")
     try:
-        s = api.load(path)
+        s = api.load(path, equations=eq)
         for field, name in (("strategy", strategy), ("assignment", assignment)):
             if name is not None:
                 s = s.replace(f"search.{field}", name)
@@ -322,15 +346,17 @@ def eval_(
     spec: Annotated[Path, typer.Argument(metavar="SPEC", help="Spec file (TOML) or DFModel setup.txt.")],
     mapping: Annotated[Path, typer.Option("--mapping", metavar="FILE", help="Mapping file (TOML or the JSON of 'run --json'); see docs/mapping.md.")],
     json_out: JsonOpt = None,
+    equations: EquationsOpt = None,
 ) -> None:
     """Evaluate one given mapping (no search) and report it."""
     _check_args(inputs=(spec, mapping), outputs={"--json": json_out})
+    eq = _equations(equations)
     from dfsearch import api
     from dfsearch.cost.partition import PartitionPlan
     from dfsearch.report import describe_spec, format_evaluation, partition_lines, stage_lines
 
     try:
-        s = api.load(spec)
+        s = api.load(spec, equations=eq)
         with _compile_notice(json_out != "-"):
             ev, plan = api.evaluate_mapping(s, mapping)
     except SpecError as exc:
@@ -347,11 +373,17 @@ def eval_(
 
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
+        from dfsearch.explain import UNITS, violation_text
+
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
+        if not ev.feasible:
+            extra |= {"violation_unit": UNITS.get(ev.status, ""), "violation_message": violation_text(s, ev)}
         res = RunResult(s, ev, stats, stages=stages, partition=part)
         _write_json(_finite(res.to_json() | extra), json_out)
     if not ev.feasible:
-        typer.echo(f"{mapping}: infeasible mapping: {ev.status.message} (by {ev.violation:.6g}).", err=True)
+        from dfsearch.explain import violation_text
+
+        typer.echo(f"{mapping}: infeasible mapping: {violation_text(s, ev)}.", err=True)
         raise typer.Exit(1)
 
 
@@ -359,15 +391,17 @@ def eval_(
 def validate(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Spec, DFModel setup.txt or graph file written by 'generate'.")],
     json_out: JsonOpt = None,
+    equations: EquationsOpt = None,
 ) -> None:
     """Check an input and print a summary (kernels, connections, FLOP, weights, system)."""
     _check_args(inputs=(file,), outputs={"--json": json_out})
+    eq = _equations(equations)
     from dfsearch.loader import load_input
     from dfsearch.report import describe_graph, describe_spec
     from dfsearch.spec import Graph
 
     try:
-        obj = load_input(file)
+        obj = load_input(file, equations=eq)
     except SpecError as exc:
         raise _fail(exc) from None
     graph = obj if isinstance(obj, Graph) else obj.graph
@@ -407,14 +441,16 @@ def validate(
 def convert(
     setup: Annotated[Path, typer.Argument(metavar="SETUP", help="DFModel setup.txt (protobuf text format).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the dfsearch TOML spec.")],
+    equations: EquationsOpt = None,
 ) -> None:
     """Convert a DFModel setup.txt into a dfsearch TOML spec (same model, same numbers)."""
     _check_args(inputs=(setup,), outputs={"--output": output})
+    eq = _equations(equations)
     from dfsearch.io.toml_writer import spec_to_toml
     from dfsearch.loader import load_spec
 
     try:
-        spec = load_spec(setup)
+        spec = load_spec(setup, equations=eq)
     except SpecError as exc:
         raise _fail(exc) from None
     _write_file(output, spec_to_toml(spec))
@@ -485,18 +521,20 @@ def check(
     ] = 60.0,
     seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,  # noqa: UP045
     json_out: JsonOpt = None,
+    equations: EquationsOpt = None,
 ) -> None:
     """Run the search and an exact solver (OR-Tools CP-SAT) on the same instance and report
     how far the search is from the optimum (or from the solver's bound). Needs
     'pip install "dfsearch[exact]"'."""
     _check_args(inputs=(spec,), outputs={"--json": json_out}, seed=seed)
+    eq = _equations(equations)
     from dfsearch import api
     from dfsearch.errors import SolverUnavailableError
 
     try:
         from dfsearch.check import check as run_check
 
-        s = api.load(spec)
+        s = api.load(spec, equations=eq)
         with _compile_notice(json_out != "-"):
             result = run_check(s, time_limit_s=time_limit, seed=s.search.seed if seed is None else seed)
     except (SpecError, InfeasibleError, SolverUnavailableError) as exc:

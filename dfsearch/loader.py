@@ -94,13 +94,17 @@ _GRAPH_MODES = ("generator", "include", "kernels")
 
 
 # --------------------------------------------------------------------------- public API
-def load_spec(path: str | Path) -> Spec:
+def load_spec(path: str | Path, *, equations: codes.Equations | None = None) -> Spec:
     """Load a spec: a dfsearch TOML file or a DFModel ``setup.txt`` (recognised by content).
 
     Parameters
     ----------
     path : str or Path
         The input file. Relative ``graph.include`` paths are resolved against its folder.
+    equations : Equations, optional
+        The equation set asked for (the CLI's ``--equations``): it picks the set of a pre-v1
+        DFModel input, which the text cannot tell (docs/model.md, "Equation sets"); any other
+        input must already use it (a TOML spec says so in ``execution.equations``).
 
     Returns
     -------
@@ -116,8 +120,29 @@ def load_spec(path: str | Path) -> Spec:
     text = read_text(path)
     dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
-        return dfmodel.load_dfmodel(text, file=str(path))
-    return load_toml_spec(text, file=str(path), base_dir=Path(path).parent)
+        return dfmodel.load_dfmodel(text, file=str(path), equations=equations)
+    spec = load_toml_spec(text, file=str(path), base_dir=Path(path).parent)
+    return _check_equations(spec, equations, str(path))
+
+
+def _check_equations(obj: Spec | Graph, equations: codes.Equations | None, file: str) -> Any:
+    """``obj`` when the equation set asked for is none or the one a dfsearch input states,
+    else a SpecError on ``--equations``."""
+    if equations is None:
+        return obj
+    if isinstance(obj, Graph):
+        raise SpecError([Issue("--equations", (
+            "does not apply to a graph file (it holds no system nor equations). Got "
+            f"{equations.label!r}."))], file=file)  # fmt: skip
+    have = obj.execution.equations
+    if have is not equations:
+        raise SpecError([Issue("--equations", (
+            f"must be {have.label!r} (or left out) for a dfsearch spec: it states its equation "
+            f"set in execution.equations ({have.label!r}; 'v1' when absent), so set "
+            f"execution.equations = {equations.label!r} there instead. --equations chooses "
+            "the set of a pre-v1 DFModel input, whose content cannot tell it. Got "
+            f"{equations.label!r} instead."))], file=file)  # fmt: skip
+    return obj
 
 
 def load_toml_spec(text: str, *, file: str, base_dir: Path) -> Spec:
@@ -146,8 +171,9 @@ def load_toml_spec(text: str, *, file: str, base_dir: Path) -> Spec:
     return spec_from_data(data, file=file, base_dir=Path(base_dir))
 
 
-def load_input(path: str | Path) -> Spec | Graph:
-    """Load a spec (TOML or DFModel) or a graph file (a TOML file whose only table is ``[graph]``).
+def load_input(path: str | Path, *, equations: codes.Equations | None = None) -> Spec | Graph:
+    """Load a spec (TOML or DFModel) or a graph file (a TOML file whose only table is ``[graph]``);
+    ``equations`` as in :func:`load_spec`.
 
     Raises
     ------
@@ -157,11 +183,13 @@ def load_input(path: str | Path) -> Spec | Graph:
     text = read_text(path)
     dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
-        return dfmodel.load_dfmodel(text, file=str(path))
+        return dfmodel.load_dfmodel(text, file=str(path), equations=equations)
     data = parse_toml(text, str(path))
     if set(data) == {"graph"}:
-        return _graph_file_from_data(data, file=str(path))
-    return spec_from_data(data, file=str(path), base_dir=Path(path).parent)
+        obj: Spec | Graph = _graph_file_from_data(data, file=str(path))
+    else:
+        obj = spec_from_data(data, file=str(path), base_dir=Path(path).parent)
+    return _check_equations(obj, equations, str(path))
 
 
 def load_graph_file(path: str | Path) -> Graph:

@@ -136,7 +136,11 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan 
     if d.placement is not None:  # chosen by the search: the spec leaves some roles free
         lines.append(f"placement {d.placement}")
     if not ev.feasible:
-        lines.append(f"status    INFEASIBLE: {ev.status.message} (by {ev.violation:.6g})")
+        from dfsearch.explain import UNITS, violation_text
+
+        why = violation_text(spec, ev) if spec is not None else (
+            f"{ev.status.message} (by {ev.violation:.6g} {UNITS.get(ev.status, '')})")
+        lines.append(f"status    INFEASIBLE: {why}")
         return lines
     lines += ["", *_config_table(ev)]
     if plan is None:
@@ -148,6 +152,7 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan 
     lines += [
         "",
         f"time      {ev.final_s:.10g} s {_time_unit(ev)} (final_s); {timing}",
+        *_latency_lines(ev),
         f"util      {ev.utilization:.6%} of {ev.num_chip} x {_si(ev.peak_gflops * 1e9, 'FLOP/s')} "
         f"({ev.workload_flop:.6g} FLOP)",
         f"cost      ${ev.price.system_cost:,.2f}  (chips {ev.price.chip_cost:,.0f}, "
@@ -167,6 +172,15 @@ def _time_unit(ev: Evaluation) -> str:
     if ev.step.phase is ServingPhase.PREFILL:
         return "per prefill (TTFT)"
     return "per decode step (TPOT)"
+
+
+def _latency_lines(ev: Evaluation) -> list[str]:
+    """DFModel's latency of one inference pass (final_latency_ns) when the model gives one."""
+    if ev.final_latency_ns is None:
+        return []
+    return [f"latency   {format_seconds(ev.final_latency_ns)} per inference pass through every "
+            f"layer (final_latency_ns {ev.final_latency_ns:.10g}): layers x all-config II + "
+            "(PP - 1) hops"]  # fmt: skip
 
 
 def _serving_lines(ev: Evaluation) -> list[str]:

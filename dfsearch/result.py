@@ -285,6 +285,7 @@ def _evaluation_json(spec: Spec, ev: Evaluation, names: tuple[str, ...] | None =
         },
         "weight_tiling": {n: t for n, t in zip(names, ev.weight_tiling) if t > 1},
         **_serving_json(ev),
+        **({} if ev.final_latency_ns is None else {"final_latency_ns": ev.final_latency_ns}),
     }
 
 

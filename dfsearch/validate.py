@@ -550,6 +550,10 @@ def validate_parts(
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
         _check_partition(s, graph, workload, system)
+    if graph is not None and graph_ok and execution is not None:
+        from dfsearch.pins import pin_issues
+
+        s.issues += pin_issues(graph, execution)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:

@@ -819,3 +819,206 @@ def check_mutant(
                     diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
                     rep.failures.append(Failure("nondeterminism", f"JSON differs between processes in {diff[:8]}"))
     return rep
+
+
+# --------------------------------------------------------------------------------------------
+# Mapping files fed to ``dfsearch eval`` (issue 21, item 6)
+#
+# A *mapping source* is a spec with a mapping that ``dfsearch run --mapping-out`` (TOML) or
+# ``run --json`` (JSON, which ``eval --mapping`` also reads) wrote for it. A mapping mutant
+# changes the mapping only (1-3 mutations: tile counts above the tokens, configurations out
+# of range or against the rules, unknown kernels and dimensions, shapes and placements that do
+# not fit, odd types, deleted keys, the generic TOML mutations); :func:`check_mapping_mutant`
+# runs ``eval`` on it and checks: exit 0, 1 or 2 without a traceback; exit 2 names the file
+# and a field path; exit 1 names the violation's unit in the JSON and the kernel, edge or
+# configuration involved in the message.
+
+#: specs whose mappings are mutated: every workload kind, a DFModel input, a whole model in
+#: pipeline pieces (``embedding`` / ``lm_head`` tables, ``stage_layers``)
+MAPPING_SPECS = [
+    EXAMPLES / "gpt3_1.5B_a100x4.toml",
+    EXAMPLES / "llm_decode.toml",
+    EXAMPLES / "dlrm_a100x128.toml",
+    EXAMPLES / "fft_1024gpu.toml",
+    EXAMPLES / "hpl_576gpu.toml",
+    EXAMPLES / "gpt_pipeline.toml",
+    EXAMPLES / "llama3_8b_decode_sn40l.toml",
+    DATA / "dfmodel" / "serving" / "llama3_8B_SN40L_decode_tp2_pp8" / "setup.txt",
+]
+
+#: the keys of a mapping file (docs/mapping.md): an exit-2 problem may start with one
+MAPPING_KEYS = {"shape", "placement", "micro_batch_size", "num_tile", "num_config", "config", "sharding",
+                "cores", "stage_layers", "embedding", "lm_head"}
+MAPPING_TILES = [0, -1, 2, 3, 7, 4096, 4097, 2**30, 2**31, 2**63, 1.5, "4", True, None]
+MAPPING_CONFIGS = [-2, -1, 0, 1, 2, 3, 5, 11, 2**16, 2**63, 1.0, "0", True]
+MAPPING_DIMS = ["outer", "m", "k", "n", "none", "OUTER", "x", "", 3, None]
+MAPPING_PLACEMENTS = ["tp 4", "pp 2 x dp 2", "none", "tp 0", "tp 4 x tp 4", "dp 1000", "xx", "", 3]
+
+
+@dataclass(frozen=True)
+class MappingSource:
+    """A spec and a mapping written for it (``kind``: "toml" or "json")."""
+
+    spec: Path
+    mapping: Path
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.spec.parent.name}/{self.spec.name} + {self.mapping.suffix[1:]}"
+
+
+def mapping_sources(workdir: Path, specs: Sequence[Path] = MAPPING_SPECS,
+                    runner: Callable[[list[str]], Outcome] | None = None) -> list[MappingSource]:
+    """Run every spec once (``--mapping-out`` and ``--json``) into ``workdir``; the specs whose
+    run finds a mapping give two sources each (its TOML and its JSON)."""
+    runner = runner or run_inprocess
+    out: list[MappingSource] = []
+    for i, spec in enumerate(specs):
+        m, j = Path(workdir) / f"src{i}_mapping.toml", Path(workdir) / f"src{i}_run.json"
+        if not (m.exists() and j.exists()):
+            runner(["run", str(spec), "--quiet", "--time-limit", str(TIME_LIMIT_S), "--json", str(j),
+                    "--mapping-out", str(m)])  # fmt: skip
+        if m.exists() and j.exists():
+            out += [MappingSource(spec, m, "toml"), MappingSource(spec, j, "json")]
+    return out
+
+
+def _mapping_mutation(doc: dict[str, Any], ch: Chooser) -> str:
+    """Apply one mapping-specific mutation to ``doc`` in place; return its description."""
+    tables = [k for k in ("config", "sharding") if isinstance(doc.get(k), dict) and doc[k]]
+    ends = [k for k in ("embedding", "lm_head") if isinstance(doc.get(k), dict)]
+    op = ch.choice(["num_tile", "num_tile", "config", "config", "shift", "sharding", "kernel",
+                    "shape", "placement", "micro_batch", "cores", "delete", "end", "stage_layers",
+                    "generic"])  # fmt: skip
+    if op == "num_tile":
+        old, new = doc.get("num_tile"), ch.choice(MAPPING_TILES)
+        doc["num_tile"] = new
+        return f"num_tile = {new!r} (was {old!r})"
+    if op in ("config", "shift", "sharding", "kernel") and tables:
+        t = "sharding" if op == "sharding" and "sharding" in tables else ch.choice(tables)
+        names = sorted(doc[t])
+        k = ch.choice(names)
+        old = doc[t][k]
+        if op == "kernel":
+            doc[t]["no_such_kernel" if ch.choice([0, 1]) else k + "_x"] = old
+            return f"{t}: a kernel the spec does not have"
+        if t == "sharding":
+            new = ch.choice(MAPPING_DIMS)
+        elif op == "shift" and isinstance(old, int):
+            new = old + ch.choice([-1, 1, 2])
+        else:
+            new = ch.choice(MAPPING_CONFIGS)
+        doc[t][k] = new
+        return f"{t}.{k} = {new!r} (was {old!r})"
+    if op == "shape":
+        old = doc.get("shape")
+        new = ch.choice([[], [0], [1], [3], [4, 4], [2, 2, 2], [1024], [-4], ["4"], 4, [2**63]])
+        if isinstance(old, list) and old and ch.choice([0, 1]):
+            new = list(old)
+            new[ch.integer(0, len(new) - 1)] = ch.choice([0, 1, 2, 3, 5, 2**31])
+        doc["shape"] = new
+        return f"shape = {new!r} (was {old!r})"
+    if op == "placement":
+        n = ch.integer(0, 3)
+        new = [ch.choice(MAPPING_PLACEMENTS) for _ in range(n)] if ch.choice([0, 1, 1]) else "tp 4"
+        doc["placement"] = new
+        return f"placement = {new!r}"
+    if op == "micro_batch":
+        new = ch.choice([0, -1, 3, 7, 2**40 + 1, 1.5, "1", None])
+        doc["micro_batch_size"] = new
+        return f"micro_batch_size = {new!r}"
+    if op == "cores" and tables:
+        k = ch.choice(sorted(doc[tables[0]]))
+        new = {"par_lane": ch.choice([0, -1, 1, 2, 10**6, 1.5]), "par_stage": ch.choice([0, 1, 3, 2**40, "2"])}
+        if not isinstance(doc.get("cores"), dict):
+            doc["cores"] = {}
+        doc["cores"][k] = new
+        return f"cores.{k} = {new!r}"
+    if op == "delete":
+        keys = [k for k in ("shape", "num_tile", "config", "sharding", "micro_batch_size", "num_config",
+                            "embedding", "lm_head", "stage_layers") if k in doc]  # fmt: skip
+        if keys:
+            k = ch.choice(keys)
+            del doc[k]
+            return f"delete {k}"
+    if op == "end" and ends:
+        e = ch.choice(ends)
+        sub = _mapping_mutation(doc[e], ch) if isinstance(doc[e], dict) else "(not a table)"
+        return f"{e}: {sub}"
+    if op == "stage_layers":
+        new = ch.choice([[], [0], [1], [6, 6], [12], [13], [-1, 13], "12", [1.5]])
+        doc["stage_layers"] = new
+        return f"stage_layers = {new!r}"
+    return _toml_mutation(doc, ch)
+
+
+def make_mapping_mutant(source: MappingSource, ch: Chooser, max_ops: int = 3) -> Mutant:
+    """A mutant of ``source``'s mapping (written as the source's kind); ``Mutant.source`` is
+    a :class:`Source` of the mapping file, the spec stays as it is."""
+    text = source.mapping.read_text()
+    src = Source(f"mapping/{source.name}", source.mapping, "mapping")
+    if ch.integer(0, 39) == 0:  # rare whole-file mutations
+        data, desc = _file_mutation(text, ch)
+        return Mutant(src, [desc], data)
+    doc = json.loads(text) if source.kind == "json" else tomllib.loads(text)
+    ops = [_mapping_mutation(doc, ch) for _ in range(min(ch.choice([1, 1, 1, 2, 2, 3]), max_ops))]
+    if source.kind == "json":
+        data = json.dumps(doc, default=lambda o: [[1]] if isinstance(o, DeepArray) else str(o)).encode()
+    else:  # TOML has no null: a None drawn above deletes the key
+        data = dump_toml(_without_none(doc)).encode()
+    return Mutant(src, ops, data)
+
+
+def _without_none(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _without_none(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_without_none(v) for v in obj if v is not None]
+    return obj
+
+
+def mapping_mutant_from_seed(sources: list[MappingSource], seed: int) -> tuple[MappingSource, Mutant]:
+    ch = RandomChooser(seed)
+    source = ch.choice(sources)
+    return source, make_mapping_mutant(source, ch)
+
+
+#: an exit-1 message of ``eval`` says where (a kernel, an edge, a configuration, the batch,
+#: the shape or the chip's DRAM) and gives a unit
+_WHERE_WORDS = ("kernel '", "edge '", "configuration ", "workload.global_batch_size", "network shape",
+                "DRAM per chip")
+_UNIT_WORDS = ("bytes", "cores", "sequences", "configuration", "chips")
+
+
+def check_mapping_mutant(source: MappingSource, mutant: Mutant, workdir: Path,
+                         runner: Callable[[list[str]], Outcome] = run_inprocess) -> Report:
+    """Run ``dfsearch eval SPEC --mapping MUTANT --json`` and check its answer (see above)."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / ("mutant" + source.mapping.suffix)
+    path.write_bytes(mutant.data)
+    j = workdir / "eval.json"
+    j.unlink(missing_ok=True)
+    out = runner(["eval", str(source.spec), "--mapping", str(path), "--json", str(j)])
+    rep = Report(mutant.label, out.code, out.seconds, output_head=head(out.output, 6))
+    rep.failures += _basic(out, "eval")
+    if rep.failures:
+        return rep
+    if out.code == 2:
+        f = check_exit2(out, path, known_keys_of(mutant.data, source.mapping.read_text()) | MAPPING_KEYS)
+        if f:
+            rep.failures.append(f)
+        return rep
+    try:
+        js = json.loads(j.read_text())
+    except (OSError, ValueError) as e:
+        rep.failures.append(Failure("bad_json", f"eval exit {out.code} but --json unreadable: {e}"))
+        return rep
+    if out.code == 1:
+        said = out.output.split("infeasible mapping:", 1)[-1]
+        if not js.get("violation_unit") or not js.get("violation_message"):
+            rep.failures.append(Failure("unclear_error", f"eval exit 1 JSON without violation_unit/message: {said[:200]!r}"))
+        elif not any(w in said for w in _UNIT_WORDS) or not any(w in said for w in _WHERE_WORDS):
+            rep.failures.append(Failure("unclear_error", f"eval exit 1 message without a place or a unit: {said[:200]!r}"))
+    return rep

@@ -354,7 +354,13 @@ def configs(draw, spec: Spec) -> tuple[int, ...]:
 
 
 @st.composite
-def pins(draw, kernels: list[Kernel], config: tuple[int, ...], num_config: int) -> list[Kernel]:
+def pins(draw, kernels: list[Kernel], config: tuple[int, ...], num_config: int,
+         graph: Graph | None = None, execution: Execution | None = None) -> list[Kernel]:
+    """Some kernels pinned to their configuration in ``config``, a few to a random one (a
+    rare CONFIG); pins that no assignment can honour (validation refuses them,
+    ``dfsearch.pins``) are dropped when ``graph`` and ``execution`` are given."""
+    from dfsearch.pins import pin_issues
+
     out = []
     for k, c in zip(kernels, config):
         roll = draw(st.integers(0, 19))
@@ -364,6 +370,8 @@ def pins(draw, kernels: list[Kernel], config: tuple[int, ...], num_config: int) 
             out.append(replace(k, config=draw(st.integers(0, num_config - 1))))
         else:
             out.append(k)
+    if graph is not None and execution is not None and pin_issues(replace(graph, kernels=tuple(out)), execution):
+        return list(kernels)
     return out
 
 
@@ -487,7 +495,7 @@ def llm_cases(draw) -> tuple[Spec, Decision]:
     spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl,
                 training=draw(trainings(graph)))  # fmt: skip
     config = draw(configs(spec))
-    pinned = tuple(draw(pins(kernels, config, ex.num_config)))
+    pinned = tuple(draw(pins(kernels, config, ex.num_config, graph, ex)))
     spec = replace(spec, graph=replace(graph, kernels=pinned))
     pl, ps = draw(pars(spec, config))
     if ex.skip_inter_chip_optimization:
@@ -598,7 +606,7 @@ def other_cases(draw) -> tuple[Spec, Decision]:
     cost = replace(COST, link_power_J_per_GB=COST.link_power_J_per_GB[:ndim])
     spec = Spec(graph=graph, system=system, cost=cost, execution=ex, workload=wl)
     config = draw(configs(spec))
-    pinned = tuple(draw(pins(kernels, config, ex.num_config)))
+    pinned = tuple(draw(pins(kernels, config, ex.num_config, graph, ex)))
     spec = replace(spec, graph=replace(graph, kernels=pinned))
     pl, ps = draw(pars(spec, config))
     shape = draw(shapes(chips, ndim))
@@ -775,7 +783,7 @@ def stacked_cases(
                 training=draw(trainings(graph)))  # fmt: skip
     config = draw(configs(spec))
     if draw(st.integers(0, 3)) == 0 and not whole:  # pins, one in 20 conflicting: a rare CONFIG
-        pinned = tuple(draw(pins(kernels, config, ex.num_config)))
+        pinned = tuple(draw(pins(kernels, config, ex.num_config, graph, ex)))
         spec = replace(spec, graph=replace(graph, kernels=pinned))
     pl, ps = draw(pars(spec, config))
     if ex.skip_inter_chip_optimization:

@@ -84,6 +84,8 @@ class Problem:
     pipeline_factor: float
     dram: DramUse = DramUse()  #: the fixed DRAM bytes per chip by purpose
     step: ServingStep | None = None  #: the serving step (``llm_serving``), else None
+    #: the pipeline hops of an inference pass's latency (``WorkloadModel.inference_hops_ns``)
+    latency_hops_ns: float | None = None
 
     @property
     def num_config(self) -> int:
@@ -179,7 +181,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         sparse=bool(extras or k_chan.any() or any(k_net_1)),
     )  # fmt: skip
     kernels, b, dims = g.kernels, ctx.batch, ctx.dims
-    pins = [k.config if (k.config >= 0 and not constants.fixed_config) else -1 for k in kernels]
+    pins = [k.config if k.config >= 0 else -1 for k in kernels]  # honoured, also when forced
     return Problem(
         kernels=KernelTable(
             **kcols, memory_bytes=_f(model.memory_bytes(ctx)),
@@ -201,7 +203,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
         peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
         tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
         layers_per_stage=b.layers_per_stage, pipeline_factor=pf, dram=dram,
-        step=model.step(ctx),
+        step=model.step(ctx), latency_hops_ns=model.inference_hops_ns(ctx),
     )  # fmt: skip
 
 

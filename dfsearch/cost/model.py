@@ -76,6 +76,9 @@ class Evaluation:
     dram_use: DramUse = DramUse()
     memory_model: MemoryModel = MemoryModel.DFMODEL  #: what ``dram_bytes`` counts
     step: ServingStep | None = None  #: the serving step (``llm_serving``), else None
+    #: DFModel's latency of one inference pass through every layer (``llm`` inference
+    #: graphs, feasible): layers per stage x PP x all-config II + the pipeline hops
+    final_latency_ns: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -217,6 +220,9 @@ def evaluate_problem(
     )
     feasible = status is Status.OK
     dram_bw = float(res[ResultSlot.DRAM_BW]) if feasible else spec.system.memory.dram_bw_GBps
+    hops = problem.latency_hops_ns
+    latency = None if hops is None or not feasible else (
+        problem.layers_per_stage * problem.pp * float(res[ResultSlot.ALL_II]) + hops)
     return Evaluation(
         decision=decision,
         status=status,
@@ -245,4 +251,5 @@ def evaluate_problem(
         dram_use=problem.dram,
         memory_model=memory_model(spec),
         step=problem.step,
+        final_latency_ns=latency,
     )

@@ -574,7 +574,7 @@ def _configurations(case: _Case) -> _Configs:
             raise _Infeasible(Status.CONFIG, c)
         if fixed and c != k:
             raise _Infeasible(Status.CONFIG, c - k)
-        if not fixed and kern.config >= 0 and c != kern.config:
+        if kern.config >= 0 and c != kern.config:  # pins hold also with one config per kernel
             raise _Infeasible(Status.CONFIG, c - kern.config)
         if fwd_bwd and kern.phase is Phase.FWD and c > f_last:
             raise _Infeasible(Status.CONFIG, c - f_last)

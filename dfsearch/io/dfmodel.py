@@ -24,7 +24,8 @@ Decisions where protobuf's "absent means zero" matters:
 
 * ``config`` absent is DFModel's 0, i.e. *pinned to configuration 0* when DFModel honours pins
   (DATAFLOW with ``num_config`` other than 0 and the kernel count); elsewhere DFModel ignores
-  pins, and an absent ``config`` becomes -1 (free).
+  pins, and an absent ``config`` becomes -1 (free); an explicit one is kept, and refused by
+  validation when no mapping can honour it (``dfsearch.pins``).
 * ``sharding`` absent (or its placeholder) is ``None``: the inter-chip pass decides.
 * ``num_copy`` absent is 1 (DFModel divides by it); an explicit value must be >= 1.
 * ``perfect_overlap`` and ``overlap`` both absent is v1's ``perfect_overlap: false``, i.e.
@@ -1106,6 +1107,51 @@ def _equations_of(dse: _Node, ctx: _Ctx) -> Equations:
     return Equations.V2 if structural else Equations.V1
 
 
+def _requested_equations_issue(
+    want: Equations, dse: _Node, ctx: _Ctx, legacy: bool
+) -> Issue | None:
+    """Why the equation set a caller asks for (``--equations``) does not fit the input: a
+    pre-v1 input takes one of the two pre-v1 sets; a v1 or v2 input's set is told by its
+    content and may only be asked for as it is."""
+    pre = "'legacy' or 'design_space'"
+    if legacy:
+        if want.pre_v1:
+            return None
+        return Issue("--equations", (
+            f"must be {pre} for this pre-v1 input (field 'miscellany' on line "
+            f"{dse.line_of('miscellany')}): DFModel's two pre-v1 scripts "
+            "read the same format and differ in the DLRM/FFT all-to-all (docs/model.md, "
+            f"\"Equation sets\"). Got {want.label!r} instead."))  # fmt: skip
+    told = _equations_of(dse, ctx)
+    if want is told:
+        return None
+    why = "it uses fields only DFModel v2 has" if told is Equations.V2 else "it has no v2-only field"
+    exe = dse.get("execution")
+    if isinstance(exe, _Node) and exe.has("perfect_overlap"):
+        why = "execution.perfect_overlap is v1's form of the overlap field"
+    return Issue("--equations", (
+        f"must be {told.label!r} (or left out) for this input: its content tells its equation "
+        f"set ({why}). --equations chooses 'legacy' or 'design_space' only for pre-v1 inputs (field 4 named "
+        f"'miscellany'), whose content cannot tell them apart. Got {want.label!r} instead."))
+
+
+def _chosen_equations(dse: _Node, ctx: _Ctx, legacy: bool, legacy_as: Equations,
+                      requested: Equations | None, file: str | None) -> Equations:
+    """The equation set of the input: the one requested (checked against the input), else
+    ``legacy_as`` for a pre-v1 input, else the one its content tells."""
+    if not legacy_as.pre_v1:
+        raise ValueError(
+            f"legacy_as must be a pre-v1 equation set ('legacy' or 'design_space'), not "
+            f"{legacy_as.label!r}"
+        )
+    if requested is not None:
+        issue = _requested_equations_issue(requested, dse, ctx, legacy)
+        if issue is not None:
+            raise SpecError([issue], file=file)
+        legacy_as = requested if legacy else legacy_as
+    return legacy_as if legacy else _equations_of(dse, ctx)
+
+
 # =========================================================================== public API
 _DETECT = re.compile(
     r"^[ \t]*(?:dataflow_graph|system|execution|miscellany)[ \t]*:?[ \t]*[{<]", re.MULTILINE
@@ -1128,7 +1174,8 @@ def looks_like_dfmodel(text: str) -> bool:
 
 
 def load_dfmodel(
-    text: str, *, file: str | None = None, legacy_as: Equations = Equations.LEGACY
+    text: str, *, file: str | None = None, legacy_as: Equations = Equations.LEGACY,
+    equations: Equations | None = None,
 ) -> Spec:
     """Read a DFModel input (message ``DSE`` in protobuf text format) into a validated Spec.
 
@@ -1142,6 +1189,9 @@ def load_dfmodel(
         The equation set of a pre-v1 input (``miscellany``), which the text cannot tell
         (docs/model.md, "Equation sets"): ``LEGACY`` (default, DFModel's Compare_w_existing
         script) or ``DESIGN_SPACE`` (its design-space script). Unused for v1 and v2 inputs.
+    equations : Equations, optional
+        The set asked for (``--equations``): replaces ``legacy_as`` for a pre-v1 input; a v1
+        or v2 input's content tells its set, which this must then be (else ``SpecError``).
 
     Returns
     -------
@@ -1161,11 +1211,6 @@ def load_dfmodel(
     ValueError
         If ``legacy_as`` is not one of the two pre-v1 equation sets.
     """
-    if not legacy_as.pre_v1:
-        raise ValueError(
-            f"legacy_as must be a pre-v1 equation set ('legacy' or 'design_space'), not "
-            f"{legacy_as.label!r}"
-        )
     root = parse_pbtxt(text, file=file)
     ctx = _Ctx()
     dse = _decode(root, "DSE", "", ctx)
@@ -1180,7 +1225,7 @@ def load_dfmodel(
             "'execution'); give only one.",
         )
     exec_name = "miscellany" if legacy and not dse.has("execution") else "execution"
-    equations = legacy_as if legacy else _equations_of(dse, ctx)
+    equations = _chosen_equations(dse, ctx, legacy, legacy_as, equations, file)
 
     exe_node = builder.message(dse, exec_name)
     graph = builder.graph(builder.message(dse, "dataflow_graph"), exe_node)
@@ -1209,9 +1254,14 @@ def load_dfmodel(
     return spec
 
 
-def load_dfmodel_file(path: str | Path, *, legacy_as: Equations = Equations.LEGACY) -> Spec:
-    """Read a DFModel ``setup.txt`` from disk; see :func:`load_dfmodel` (and ``legacy_as``
-    there: the equation set of a pre-v1 input).
+def load_dfmodel_file(
+    path: str | Path,
+    *,
+    legacy_as: Equations = Equations.LEGACY,
+    equations: Equations | None = None,
+) -> Spec:
+    """Read a DFModel ``setup.txt`` from disk; see :func:`load_dfmodel` (and ``legacy_as``,
+    ``equations`` there: the equation set of a pre-v1 input, the one a caller asks for).
 
     Raises
     ------
@@ -1220,7 +1270,7 @@ def load_dfmodel_file(path: str | Path, *, legacy_as: Equations = Equations.LEGA
     """
     from dfsearch.loader import read_text
 
-    return load_dfmodel(read_text(path), file=str(path), legacy_as=legacy_as)
+    return load_dfmodel(read_text(path), file=str(path), legacy_as=legacy_as, equations=equations)
 
 
 def _validate(spec: Spec) -> list[Issue]:

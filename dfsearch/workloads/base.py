@@ -270,8 +270,12 @@ class WorkloadModel(ABC):
         return [1]
 
     def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
-        """What is wrong with a given tile count (a mapping file's ``num_tile``), or None."""
-        return None
+        """What is wrong with a given tile count (a mapping file's ``num_tile``), or None.
+        Default: a kind that is not ``tiled`` runs each graph execution whole (T = 1)."""
+        if self.tiled or num_tile == 1:
+            return None
+        return (f"must be 1: a {self.kind.label} workload is not tiled (each graph execution "
+                f"runs whole, the search uses T = 1). Got {num_tile} instead.")  # fmt: skip
 
     def micro_batch_size(self, spec: Spec) -> int:
         """The default micro-batch size (a mapping file that gives none)."""
@@ -323,6 +327,12 @@ class WorkloadModel(ABC):
 
     def step(self, ctx: Lowering) -> ServingStep | None:
         """The serving step of these outer choices (None: not a serving kind)."""
+        return None
+
+    def inference_hops_ns(self, ctx: Lowering) -> float | None:
+        """The pipeline hops DFModel adds to the layers' time in the latency of one inference
+        pass (``final_latency_ns``, docs/model.md "Inference latency"); None: the workload
+        reports no such latency (the default)."""
         return None
 
     def network(self, ctx: Lowering) -> NetworkTerms:

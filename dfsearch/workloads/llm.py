@@ -114,8 +114,15 @@ class LLM(WorkloadModel):
         return sorted({fewest, *(d for d in divs if d >= fewest)})
 
     def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
-        """A tile count below the tile-size bound: tile_size x T must cover seq_len."""
+        """More tiles than tokens (a tile holds at least one of a sequence's seq_len tokens;
+        a decode step has one), or a tile count below the tile-size bound: tile_size x T
+        must cover seq_len."""
         wl = spec.workload
+        if num_tile > wl.seq_len:
+            return (f"must be <= workload.seq_len = {wl.seq_len}: the tiles cut the "
+                    f"{wl.seq_len} token(s) of a sequence, one token at least per tile"
+                    f"{' (a decode step has one token)' if wl.seq_len == 1 else ''}. "
+                    f"Got {num_tile} instead.")  # fmt: skip
         if wl.tile_size <= 0 or wl.tile_size * num_tile >= wl.seq_len:
             return None
         return (
@@ -222,6 +229,25 @@ class LLM(WorkloadModel):
             kernel_tile_ns=tile, kernel_once_ns=once, kernel_all_reduce=ar, edge_tile_ns=edges,
             ar_latency_ns=r.ar_latency, p2p_ns=p2p,
         )  # fmt: skip
+
+    def inference_hops_ns(self, ctx: Lowering) -> float | None:
+        """(PP - 1) x (hidden x seq_len x word / TP bytes over the PP links + their link
+        latency), DFModel's hops in the latency of an inference pass; None for a training
+        graph (it has backward kernels)."""
+        from dfsearch.cost import network
+
+        spec, g = ctx.spec, ctx.groups
+        if spec.graph.is_training:
+            return None
+        if g.pp <= 1 or g.pp_dim < 0:
+            return 0.0
+        r = network.llm_ratios(
+            spec.system, ctx.shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
+            quirks=ctx.quirks, placement=ctx.outer.placement,
+        )  # fmt: skip
+        wl, sysm = spec.workload, spec.system
+        hop_bytes = wl.hidden_dim * wl.seq_len * ctx.word / g.tp
+        return (g.pp - 1) * (hop_bytes * r.p2p + sysm.network[g.pp_dim].latency_ns(sysm.accelerator))
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """The training memory of the first pipeline stage (``cost.training``) when the

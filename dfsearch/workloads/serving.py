@@ -148,6 +148,17 @@ class Serving(WorkloadModel):
         wl = spec.workload
         return divisors(wl.prompt_len) if wl.phase is ServingPhase.PREFILL else [1]
 
+    def tile_count_issue(self, spec: Spec, num_tile: int) -> str | None:
+        """More tiles than the tokens a sequence processes in one step (prompt_len in a
+        prefill, tokens_per_step in a decode step): a tile holds one token at least."""
+        wl = spec.workload
+        if num_tile <= wl.step_tokens:
+            return None
+        field = "prompt_len" if wl.phase is ServingPhase.PREFILL else "tokens_per_step"
+        return (f"must be <= workload.{field} = {wl.step_tokens}, the tokens of one "
+                f"{wl.phase.label} step per sequence (a tile holds one token at least). "
+                f"Got {num_tile} instead.")  # fmt: skip
+
     def micro_batch_size(self, spec: Spec) -> int:
         """The batch B: the spec's, or 1 when it is searched (0)."""
         return spec.workload.batch_size or 1
