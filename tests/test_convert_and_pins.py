@@ -6,8 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 
+from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec
@@ -35,7 +36,11 @@ def _random_dfmodel_inputs():
 @given(case=_random_dfmodel_inputs())
 def test_random_dfmodel_input_survives_convert(case, tmp_path_factory):
     text, _expected = case
-    spec = load_dfmodel(text)
+    try:
+        spec = load_dfmodel(text)
+    except SpecError as exc:  # pins that no mapping can honour are refused, naming the pin
+        assert all(i.path.endswith(".config") for i in exc.issues), exc
+        assume(False)
     base = tmp_path_factory.mktemp("convert")
     assert load_toml_spec(spec_to_toml(spec), file="c.toml", base_dir=base) == spec
 

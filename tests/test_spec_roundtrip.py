@@ -25,6 +25,7 @@ from dfsearch.codes import (
 from dfsearch.io.toml_writer import graph_to_toml, spec_to_toml, toml_value
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.loader import load_graph_file, load_toml_spec
+from dfsearch.pins import pin_issues
 from dfsearch.spec import (
     AUTO,
     Accelerator,
@@ -249,6 +250,8 @@ def specs(draw: st.DrawFn) -> Spec:
         max_evaluations=draw(st.integers(1, 2**40)),
         joint_sharding=draw(st.booleans()),
     )
+    if pin_issues(graph, execution):  # pins no mapping can honour are refused: unpin them
+        graph = replace(graph, kernels=tuple(replace(k, config=-1) for k in graph.kernels))
     return Spec(graph=graph, system=system, cost=cost, execution=execution, workload=workload, search=search)
 
 
