@@ -36,6 +36,7 @@ from dfsearch.cost.stages import (
     LABELS,
     StageModel,
     StagePlan,
+    batch_ns,
     bubble,
     members_of,
     piece_spec,
@@ -142,32 +143,24 @@ def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
              ) -> list[tuple[float, tuple, Any, int]]:
     """Every (bound, shape, placement, micro-batch size), best bound first (ties: in
     enumeration order): the bound lets the layers alone run E executions over the stages
-    as evenly as they can, the ends free (module docstring). Past ``deadline``
-    (``time.perf_counter``) the remaining choices get bound 0 (not bounded)."""
-    from dfsearch.cost.lower import Outer, lower
-    from dfsearch.cost.model import outer_status
+    as evenly as they can, the ends free (module docstring); with ``search.stage_cuts`` the
+    lesser of that and ``_cut_bound``. Past ``deadline`` (``time.perf_counter``) the
+    remaining choices get bound 0 (not bounded)."""
+    from dfsearch.cost.stage_cuts import cut_points
     from dfsearch.search import outer as outer_mod
-    from dfsearch.search.engine import outer_sharding
 
     wl = spec.workload
     executions = wl.num_layer // wl.num_layer_in_graph
-    c_max = max(outer_mod.config_counts(spec))
-    cache: dict = {}
+    cuts = cut_points(spec, layers) if spec.search.stage_cuts else ()
+    caches: dict = {}
     out = []
     for shape in outer_mod.shapes(spec):
         for pl in outer_mod.placements(spec, shape):
             for mbs in outer_mod.micro_batch_sizes(spec, shape, pl):
-                layer_spec = piece_spec(spec, layers, mbs)
                 best = math.inf if time.perf_counter() <= deadline else 0.0
-                for t in outer_mod.tile_counts(layer_spec) if best > 0 else ():
-                    sharding = outer_sharding(layer_spec, shape, t, pl, cache)
-                    outer = Outer(shape, sharding, mbs, t, min(c_max, len(layers)), pl)
-                    if outer_status(layer_spec, outer)[0] is not Status.OK:
-                        continue
-                    problem = lower(layer_spec, outer)
+                rows = _floors(spec, layers, shape, pl, mbs, caches) if best > 0 else []
+                for t_lb, problem in rows:
                     k = problem.constants
-                    ii = (outer_mod.lower_bound_ns(problem) * k.num_copy - k.p2p_ns) / k.batch_mult
-                    t_lb = max(ii, 0.0) * mbs  # one execution, per micro-batch
                     per_stage = -(-executions // problem.pp)  # the slowest stage runs >= this
                     beta = bubble(spec, per_stage, problem.pp)
                     whole = (
@@ -176,9 +169,59 @@ def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
                         + k.p2p_ns
                     )
                     best = min(best, whole / k.num_copy)
+                if spec.search.stage_cuts and rows:
+                    best = min(best, _cut_bound(spec, rows, cuts, shape, pl, mbs, caches))
                 out.append((best, shape, pl, mbs))
     order = sorted(range(len(out)), key=lambda i: (out[i][0], i))
     return [out[i] for i in order]
+
+
+def _floors(spec: Spec, members: tuple[int, ...], shape: tuple, pl: Any, mbs: int,
+            caches: dict) -> list[tuple[float, Any]]:
+    """(a lower bound of one execution's time per micro-batch, the lowered problem) of a
+    piece alone on every feasible tile count of (shape, placement, micro-batch size)."""
+    from dfsearch.cost.lower import Outer, lower
+    from dfsearch.cost.model import outer_status
+    from dfsearch.search import outer as outer_mod
+    from dfsearch.search.engine import outer_sharding
+
+    piece = piece_spec(spec, members, mbs)
+    c_max = max(outer_mod.config_counts(piece))
+    cache = caches.setdefault(members, {})  # the sharding cache is per graph
+    rows = []
+    for t in outer_mod.tile_counts(piece):
+        sharding = outer_sharding(piece, shape, t, pl, cache)
+        outer = Outer(shape, sharding, mbs, t, min(c_max, len(members)), pl)
+        if outer_status(piece, outer)[0] is not Status.OK:
+            continue
+        problem = lower(piece, outer)
+        k = problem.constants
+        ii = (outer_mod.lower_bound_ns(problem) * k.num_copy - k.p2p_ns) / k.batch_mult
+        rows.append((max(ii, 0.0) * mbs, problem))
+    return rows
+
+
+def _cut_bound(spec: Spec, rows: list[tuple[float, Any]], cuts: tuple, shape: tuple, pl: Any,
+               mbs: int, caches: dict) -> float:
+    """A lower bound of every split with cuts or end stages without whole layers: each
+    layer costs at least w = min(its floor, the least sum of its two parts' floors over the
+    cut points), so the stages sum to >= E x w, the slowest >= E x w / PP, the batch
+    (nmb - beta) T_max + beta sum T_s + p2p (a cut adds p2p, the ends add time) >= that."""
+    wl = spec.workload
+    executions = wl.num_layer // wl.num_layer_in_graph
+    w = min(t for t, _ in rows)
+    for cut in cuts:
+        halves = [min((t for t, _ in _floors(spec, part, shape, pl, mbs, caches)),
+                      default=math.inf) for part in (cut.first, cut.second)]  # fmt: skip
+        w = min(w, sum(halves))
+    best = math.inf
+    for _, problem in rows:
+        k = problem.constants
+        beta = bubble(spec, -(-executions // problem.pp), problem.pp)
+        t_max = executions * w / problem.pp
+        total = (problem.num_micro_batch - beta) * t_max + beta * executions * w + k.p2p_ns
+        best = min(best, total / k.num_copy)
+    return best
 
 
 def _solve_choice(
@@ -196,10 +239,14 @@ def _solve_choice(
             if ev is None:
                 return None
             alone[name] = ev
-            if name == "layers" and exact and _beaten(run, ev, mbs):
+            if name == "layers" and exact and not run.spec.search.stage_cuts and _beaten(run, ev, mbs):
                 return None
     model = StageModel(run.spec, members, mbs, alone)
-    split = model.split()
+    split, cuts = model.split(), ()
+    if run.spec.search.stage_cuts and model.pp > 1:
+        found_cut = _best_cut(run, model, members, mbs, pinned, bound, split)
+        if found_cut is not None:
+            model, split, cuts = found_cut
     if split is None:
         d = model.lay.decision
         _note(run, Violation.of(run.spec, Status.DRAM.label, max(model.least_dram() - model.cap, 0.0),
@@ -209,12 +256,77 @@ def _solve_choice(
     def restage(name: str, role: Spec, ev: Evaluation) -> Evaluation | None:
         return _search_piece(run, role, name, pinned, bound)[0]
 
-    found = model.compose(split, restage)
+    found = model.compose(split, restage, cuts)
     if found is not None and not found[1].split_exact:
         run.unproven(bound)
         run.notes.append(f"shape {shape}, micro-batch {mbs}: a piece is slower in its stage "
                          "than alone (two DRAM tiers); the split is not proven optimal")  # fmt: skip
     return found
+
+
+def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]], mbs: int,
+              pinned: tuple, bound: float, split: tuple[int, ...] | None) -> Any:
+    """With ``search.stage_cuts``: the better of the whole-layer split and the best split
+    whose stages may cut a layer at the cut points (both parts of each searched on the
+    pinned shape) and whose end stages may hold no whole layer: (model, runs, cuts), or
+    None when the whole-layer split stays best (ties: it)."""
+    from dfsearch.cost.stage_cuts import cut_points
+
+    def value(m: StageModel, runs: tuple[int, ...], cuts: tuple[int, ...]) -> float:
+        beta = bubble(run.spec, -(-m.executions // m.pp), m.pp)
+        times = [sum(m.ii[n] * (runs[s] if n == "layers" else 1) * m.mbs
+                     for n in m.holds(s, runs, cuts)) for s in range(m.pp)]  # fmt: skip
+        return batch_ns(times, m.lay.num_micro_batch, beta, sum(m.cut_p2p_ns(i) for i in cuts))
+
+    alone, points = dict(whole.alone), []
+    for cut in cut_points(run.spec, members["layers"]):
+        found = _parts(run, cut, mbs, pinned, bound)
+        if found is not None:
+            alone |= {f"first:{cut.after}": found[0], f"second:{cut.after}": found[1]}
+            points.append(cut)
+    extra = {f"{w}:{c.after}": (c.first if w == "first" else c.second)
+             for c in points for w in ("first", "second")}  # fmt: skip
+    model = StageModel(run.spec, members | extra, mbs, alone)
+    model.cut_points = tuple(points)
+    model.space = whole.space = "whole layer-graph executions, end stages without any" + "".join(
+        f", cuts after {c.after}" for c in points)
+    cs = model.cut_split()
+    if cs is None or (split is not None and value(model, cs.runs, cs.cuts)
+                      >= value(whole, split, ()) * (1 - 1e-12)):  # fmt: skip
+        return None
+    return model, cs.runs, cs.cuts
+
+
+def _parts(run: _Run, cut: Any, mbs: int, pinned: tuple, bound: float
+           ) -> tuple[Evaluation, Evaluation] | None:
+    """The two parts of a layer cut at ``cut``, each searched on the pinned shape, with
+    c and C + 1 - c configurations (C: the layer graph's count; each at most one per kernel;
+    the c with the least total time, ties: the smaller): the layer's program cut at one
+    point, which splits at most one of its configurations in two. ``auto``: both searched;
+    0 (one per kernel): both 0. None: no such pair has both parts feasible."""
+    from dfsearch.spec import AUTO
+
+    c = run.spec.execution.num_config
+    if c in (AUTO, 0):
+        pairs = [(c, c)]
+    else:
+        pairs = [(a, c + 1 - a) for a in range(1, c + 1)
+                 if a <= len(cut.first) and c + 1 - a <= len(cut.second)]  # fmt: skip
+    found: dict[tuple[int, int], Evaluation | None] = {}
+    best = None
+    for counts in pairs:
+        evs = []
+        for which, members, n in zip((0, 1), (cut.first, cut.second), counts):
+            if (which, n) not in found:
+                piece = piece_spec(run.spec, members, mbs, configs=n)
+                found[which, n] = _search_piece(run, piece, "layers", pinned, bound)[0]
+            evs.append(found[which, n])
+        if evs[0] is None or evs[1] is None:
+            continue
+        total = evs[0].all_config_ii_ns + evs[1].all_config_ii_ns
+        if best is None or total < best[0]:
+            best = (total, evs[0], evs[1])
+    return None if best is None else (best[1], best[2])
 
 
 def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
