@@ -232,6 +232,7 @@ def _solve_choice(
     (steps 2-4 of the module docstring)."""
     pinned = (shape, pl)
     alone: dict[str, Evaluation] = {}
+    all_exact = True
     for name in ("layers", "before", "after"):
         if members[name]:
             spec = piece_spec(run.spec, members[name], mbs, end=name != "layers")
@@ -239,12 +240,13 @@ def _solve_choice(
             if ev is None:
                 return None
             alone[name] = ev
+            all_exact &= exact
             if name == "layers" and exact and not run.spec.search.stage_cuts and _beaten(run, ev, mbs):
                 return None
     model = StageModel(run.spec, members, mbs, alone)
     split, cuts = model.split(), ()
     if run.spec.search.stage_cuts and model.pp > 1:
-        found_cut = _best_cut(run, model, members, mbs, pinned, bound, split)
+        found_cut = _best_cut(run, model, members, mbs, pinned, bound, split, all_exact)
         if found_cut is not None:
             model, split, cuts = found_cut
     if split is None:
@@ -265,11 +267,12 @@ def _solve_choice(
 
 
 def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]], mbs: int,
-              pinned: tuple, bound: float, split: tuple[int, ...] | None) -> Any:
+              pinned: tuple, bound: float, split: tuple[int, ...] | None, exact: bool) -> Any:
     """With ``search.stage_cuts``: the better of the whole-layer split and the best split
     whose stages may cut a layer at the cut points (both parts of each searched on the
     pinned shape) and whose end stages may hold no whole layer: (model, runs, cuts), or
-    None when the whole-layer split stays best (ties: it)."""
+    None when the whole-layer split stays best (ties: it) or, given ``exact`` pieces,
+    ``_cuts_bound`` shows that no such split beats it or the incumbent."""
     from dfsearch.cost.stage_cuts import cut_points
 
     def value(m: StageModel, runs: tuple[int, ...], cuts: tuple[int, ...]) -> float:
@@ -278,8 +281,17 @@ def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]],
                      for n in m.holds(s, runs, cuts)) for s in range(m.pp)]  # fmt: skip
         return batch_ns(times, m.lay.num_micro_batch, beta, sum(m.cut_p2p_ns(i) for i in cuts))
 
+    tried = cut_points(run.spec, members["layers"])
+    whole.space = "whole layer-graph executions, end stages without any" + "".join(
+        f", cuts after {c.after}" for c in tried)
+    if exact and split is not None:
+        beat = value(whole, split, ()) + whole.lay.p2p_ns
+        if run.best is not None:
+            beat = min(beat, run.best[0] * run.spec.num_copy)
+        if _cuts_bound(run, whole, tried, mbs, pinned) >= beat:
+            return None
     alone, points = dict(whole.alone), []
-    for cut in cut_points(run.spec, members["layers"]):
+    for cut in tried:
         found = _parts(run, cut, mbs, pinned, bound)
         if found is not None:
             alone |= {f"first:{cut.after}": found[0], f"second:{cut.after}": found[1]}
@@ -287,9 +299,7 @@ def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]],
     extra = {f"{w}:{c.after}": (c.first if w == "first" else c.second)
              for c in points for w in ("first", "second")}  # fmt: skip
     model = StageModel(run.spec, members | extra, mbs, alone)
-    model.cut_points = tuple(points)
-    model.space = whole.space = "whole layer-graph executions, end stages without any" + "".join(
-        f", cuts after {c.after}" for c in points)
+    model.cut_points, model.space = tuple(points), whole.space
     cs = model.cut_split()
     if cs is None or (split is not None and value(model, cs.runs, cs.cuts)
                       >= value(whole, split, ()) * (1 - 1e-12)):  # fmt: skip
@@ -297,36 +307,56 @@ def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]],
     return model, cs.runs, cs.cuts
 
 
+def _cuts_bound(run: _Run, whole: StageModel, cuts: tuple, mbs: int, pinned: tuple) -> float:
+    """A lower bound of the batch time (per pipeline copy, ns) of every split of this choice
+    with cuts or end stages without whole layers, given its pieces' exact times: a layer
+    costs at least w = min(T_layer, the least sum of a cut point's parts' floors), the
+    stages sum to >= ends + E x w, the slowest holds >= that / PP and >= each end, and the
+    batch is (nmb - beta) T_max + beta sum T_s + p2p (cuts add p2p). 0 (no bound) with two
+    DRAM tiers (times change in the stages)."""
+    if run.spec.system.memory.second_dram_bytes > 0:
+        return 0.0
+    shape, pl = pinned
+    caches: dict = {}
+    w = whole.ii["layers"] * mbs
+    for cut in cuts:
+        halves = [min((t for t, _ in _floors(run.spec, part, shape, pl, mbs, caches)), default=math.inf)
+                  for part in (cut.first, cut.second)]  # fmt: skip
+        w = min(w, sum(halves))
+    ends = [whole._ends(s, whole.ii) * mbs for s in range(whole.pp)]
+    total = sum(ends) + whole.executions * w
+    beta = bubble(run.spec, -(-whole.executions // whole.pp), whole.pp)
+    t_max = max(total / whole.pp, *ends)
+    return (whole.lay.num_micro_batch - beta) * t_max + beta * total + whole.lay.p2p_ns
+
+
 def _parts(run: _Run, cut: Any, mbs: int, pinned: tuple, bound: float
            ) -> tuple[Evaluation, Evaluation] | None:
     """The two parts of a layer cut at ``cut``, each searched on the pinned shape, with
-    c and C + 1 - c configurations (C: the layer graph's count; each at most one per kernel;
-    the c with the least total time, ties: the smaller): the layer's program cut at one
-    point, which splits at most one of its configurations in two. ``auto``: both searched;
-    0 (one per kernel): both 0. None: no such pair has both parts feasible."""
+    c and C + 1 - c configurations (C: the layer graph's count): the layer's program cut at
+    one point splits at most one of its configurations in two. c is C + 1 shared in
+    proportion to the parts' kernels (rounded, each part at least 1 and at most one per
+    kernel), or the nearest c (ties: the smaller) with both parts feasible. ``auto``: both
+    searched freely; 0 (one per kernel): both 0. None: no c has both parts feasible."""
     from dfsearch.spec import AUTO
 
     c = run.spec.execution.num_config
     if c in (AUTO, 0):
         pairs = [(c, c)]
     else:
-        pairs = [(a, c + 1 - a) for a in range(1, c + 1)
-                 if a <= len(cut.first) and c + 1 - a <= len(cut.second)]  # fmt: skip
-    found: dict[tuple[int, int], Evaluation | None] = {}
-    best = None
+        want = (c + 1) * len(cut.first) / (len(cut.first) + len(cut.second))
+        ok = [a for a in range(1, c + 1) if a <= len(cut.first) and c + 1 - a <= len(cut.second)]
+        pairs = [(a, c + 1 - a) for a in sorted(ok, key=lambda a: (abs(a - want), a))]
     for counts in pairs:
         evs = []
-        for which, members, n in zip((0, 1), (cut.first, cut.second), counts):
-            if (which, n) not in found:
-                piece = piece_spec(run.spec, members, mbs, configs=n)
-                found[which, n] = _search_piece(run, piece, "layers", pinned, bound)[0]
-            evs.append(found[which, n])
-        if evs[0] is None or evs[1] is None:
-            continue
-        total = evs[0].all_config_ii_ns + evs[1].all_config_ii_ns
-        if best is None or total < best[0]:
-            best = (total, evs[0], evs[1])
-    return None if best is None else (best[1], best[2])
+        for which, members, n in zip(("first", "second"), (cut.first, cut.second), counts):
+            piece = piece_spec(run.spec, members, mbs, configs=n)
+            evs.append(_search_piece(run, piece, f"{which}:{cut.after}", pinned, bound, note=False)[0])
+            if evs[-1] is None:
+                break
+        if len(evs) == 2 and evs[1] is not None:
+            return evs[0], evs[1]
+    return None
 
 
 def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
@@ -345,9 +375,10 @@ def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
     return (whole + layers.p2p_ns) / run.spec.num_copy >= run.best[0]
 
 
-def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
-                  ) -> tuple[Evaluation | None, bool]:
-    """One piece's pinned search: (its mapping or None, its violations noted; whether the
+def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float,
+                  note: bool = True) -> tuple[Evaluation | None, bool]:
+    """One piece's pinned search: (its mapping or None, its violations noted unless not
+    ``note``: a part of a cut layer that does not fit only drops that cut; whether the
     search was exact)."""
     from dfsearch.search.engine import search
 
@@ -361,8 +392,10 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
     exact = r.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
     if not exact or any(n.startswith("not proven") for n in r.search.notes):
         run.unproven(bound)
-    if r.evaluation is None:
-        label = "the " + LABELS[name] + (" piece" if name != "layers" else "")
+    if r.evaluation is None and note:
+        label = ("the " + LABELS[name] + (" piece" if name != "layers" else "") if name in LABELS
+                 else f"the layer graph's part {'up to' if name.startswith('first') else 'after'} "
+                      f"{name.split(':', 1)[1]}")  # fmt: skip
         for v in r.violations:
             _note(run, replace(v, detail=f"{label}: {v.detail}" if v.detail else label))
     return r.evaluation, exact and not r.search.notes
