@@ -268,3 +268,23 @@ def test_search_with_cuts_is_deterministic_and_never_worse_on_small_cases() -> N
         base = api.run(_small(False, **kw))
         assert a.evaluation.final_ns <= base.evaluation.final_ns
         assert a.search.lower_bound <= a.evaluation.final_ns
+
+
+def test_the_per_choice_cut_bound_is_below_the_solution(cut_run) -> None:
+    """``_cuts_bound`` (pieces solved, parts' floors) never exceeds the batch time found with
+    cuts on that choice, nor the whole-layer one."""
+    import math
+
+    from dfsearch.cost.stage_cuts import cut_points
+    from dfsearch.search import stages as stage_search
+
+    r, base = cut_run
+    spec, ev, plan = r.spec, r.evaluation, r.stages
+    members = stages.members_of(spec)
+    whole = stages.StageModel(spec, members, ev.decision.micro_batch_size,
+                              {n: plan.pieces[n] for n in ("before", "layers", "after")})  # fmt: skip
+    run = stage_search._Run(spec, None, 10**9, math.inf)
+    d = ev.decision
+    bound = stage_search._cuts_bound(run, whole, cut_points(spec, members["layers"]),
+                                     d.micro_batch_size, (d.shape, d.placement))  # fmt: skip
+    assert 0 < bound <= ev.ns_per_batch <= base.evaluation.ns_per_batch
