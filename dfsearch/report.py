@@ -347,7 +347,10 @@ def stage_lines(plan: StagePlan) -> list[str]:
             lines.append(f"          a cut after {k} sends {_si(plan.cut_bytes[k], 'B')} per sample")
     if not plan.split_exact:
         lines.append("          a piece runs slower in its stage than alone: the split is not proven optimal")
-    for name, label in (("before", "embedding"), ("after", "LM head")):
+    used = sorted({st.ends_after for st in plan.stages if st.ends_after})
+    parts = [(f"{w}:{k}", f"layer {'to' if w == 'first' else 'after'} {k}") for k in used
+             for w in ("first", "second")]  # fmt: skip
+    for name, label in (("before", "embedding"), ("after", "LM head"), *parts):
         e = plan.pieces.get(name)
         if e is None:
             continue

@@ -202,6 +202,8 @@ def test_the_report_and_json_show_the_cut(cut_run) -> None:
     text = "\n".join(stage_lines(r.stages))
     assert f"layer to {cut}" in text and f"layer after {cut}" in text
     assert "split chosen over: whole layer-graph executions, end stages without any" in text
+    n_first = len(r.stages.names["first:" + cut])
+    assert f"layer to {cut} {n_first} kernels, tiles" in text  # the parts' mappings
     js = r.to_json()
     st = js["pipeline_stages"]
     assert [s["ends_inside_layer_after"] for s in st["stages"]] == [cut, None]
