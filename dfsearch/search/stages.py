@@ -66,6 +66,8 @@ class _Run:
     violations: dict[str, Violation] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     methods: set[str] = field(default_factory=set)
+    #: sharding caches per piece graph and the parts' floors (``_floors``, ``_part_floor``)
+    caches: dict = field(default_factory=dict)
 
     def remaining_s(self) -> float | None:
         if not math.isfinite(self.deadline):
@@ -101,7 +103,7 @@ def search_stages(
     objective = objective_of(spec)
     choices: list = []
     try:  # Ctrl-C between the sub-searches (inside one, it ends that one): the best so far
-        choices = _choices(spec, members_of(spec)["layers"], run.deadline)
+        choices = _choices(spec, members_of(spec)["layers"], run.deadline, run.caches)
         _explore(run, choices, objective, progress)
     except KeyboardInterrupt:
         run.stop, run.open_bound = "interrupted", 0.0
@@ -139,8 +141,8 @@ def _out_of_budget(run: _Run) -> bool:
     return bool(run.stop)
 
 
-def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
-             ) -> list[tuple[float, tuple, Any, int]]:
+def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf,
+             caches: dict | None = None) -> list[tuple[float, tuple, Any, int]]:
     """Every (bound, shape, placement, micro-batch size), best bound first (ties: in
     enumeration order): the bound lets the layers alone run E executions over the stages
     as evenly as they can, the ends free (module docstring); with ``search.stage_cuts`` the
@@ -152,7 +154,7 @@ def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
     wl = spec.workload
     executions = wl.num_layer // wl.num_layer_in_graph
     cuts = cut_points(spec, layers) if spec.search.stage_cuts else ()
-    caches: dict = {}
+    caches = {} if caches is None else caches
     out = []
     for shape in outer_mod.shapes(spec):
         for pl in outer_mod.placements(spec, shape):
@@ -169,7 +171,7 @@ def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
                         + k.p2p_ns
                     )
                     best = min(best, whole / k.num_copy)
-                if spec.search.stage_cuts and rows:
+                if spec.search.stage_cuts and rows and rows[0][1].pp > 1:  # PP 1: no cut
                     best = min(best, _cut_bound(spec, rows, cuts, shape, pl, mbs, caches))
                 out.append((best, shape, pl, mbs))
     order = sorted(range(len(out)), key=lambda i: (out[i][0], i))
@@ -201,6 +203,16 @@ def _floors(spec: Spec, members: tuple[int, ...], shape: tuple, pl: Any, mbs: in
     return rows
 
 
+def _part_floor(spec: Spec, members: tuple[int, ...], shape: tuple, pl: Any, mbs: int,
+                caches: dict) -> float:
+    """The least ``_floors`` of a part over its tile counts (inf: none feasible), cached."""
+    key = ("floor", members, shape, pl, mbs)
+    if key not in caches:
+        caches[key] = min((t for t, _ in _floors(spec, members, shape, pl, mbs, caches)),
+                          default=math.inf)  # fmt: skip
+    return caches[key]
+
+
 def _cut_bound(spec: Spec, rows: list[tuple[float, Any]], cuts: tuple, shape: tuple, pl: Any,
                mbs: int, caches: dict) -> float:
     """A lower bound of every split with cuts or end stages without whole layers: each
@@ -211,9 +223,8 @@ def _cut_bound(spec: Spec, rows: list[tuple[float, Any]], cuts: tuple, shape: tu
     executions = wl.num_layer // wl.num_layer_in_graph
     w = min(t for t, _ in rows)
     for cut in cuts:
-        halves = [min((t for t, _ in _floors(spec, part, shape, pl, mbs, caches)),
-                      default=math.inf) for part in (cut.first, cut.second)]  # fmt: skip
-        w = min(w, sum(halves))
+        w = min(w, sum(_part_floor(spec, part, shape, pl, mbs, caches)
+                       for part in (cut.first, cut.second)))
     best = math.inf
     for _, problem in rows:
         k = problem.constants
@@ -317,12 +328,10 @@ def _cuts_bound(run: _Run, whole: StageModel, cuts: tuple, mbs: int, pinned: tup
     if run.spec.system.memory.second_dram_bytes > 0:
         return 0.0
     shape, pl = pinned
-    caches: dict = {}
     w = whole.ii["layers"] * mbs
     for cut in cuts:
-        halves = [min((t for t, _ in _floors(run.spec, part, shape, pl, mbs, caches)), default=math.inf)
-                  for part in (cut.first, cut.second)]  # fmt: skip
-        w = min(w, sum(halves))
+        w = min(w, sum(_part_floor(run.spec, part, shape, pl, mbs, run.caches)
+                       for part in (cut.first, cut.second)))
     ends = [whole._ends(s, whole.ii) * mbs for s in range(whole.pp)]
     total = sum(ends) + whole.executions * w
     beta = bubble(run.spec, -(-whole.executions // whole.pp), whole.pp)
