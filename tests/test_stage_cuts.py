@@ -235,6 +235,13 @@ def test_the_option_is_off_unless_set_and_checked() -> None:
     from dfsearch.loader import load_toml_spec
 
     assert _small(False).search.stage_cuts is None
+    # one execution of the whole model, or a graph without ends: nothing to cut
+    no_ends = EXAMPLE.read_text() + CUTS
+    for make in (lambda: _small(True, num_layer=1, pp=None),
+                 lambda: load_toml_spec(no_ends, file="spec.toml", base_dir=EXAMPLE.parent)):
+        with pytest.raises(SpecError, match=r"search\.stage_cuts must be false or omitted") as e:
+            make()
+        assert [i.path for i in e.value.issues] == ["search.stage_cuts"]
     with pytest.raises(SpecError, match=r"search\.stage_cuts must be true or false\. Got 3"):
         load_toml_spec(_text(extra="\n[search]\nstage_cuts = 3\n"), file="spec.toml",
                        base_dir=EXAMPLE.parent)  # fmt: skip
