@@ -21,6 +21,12 @@ by composing exact sub-searches, like the speculative-decoding search:
 Proven optimal when every piece search was, no piece changed time in its stage, and every
 other outer choice was pruned by its bound. Every sub-search counts evaluations against one
 work budget.
+
+With ``search.stage_cuts`` (docs/model.md, "Stage cuts inside a layer") step 2 also searches
+the two parts of the layer graph at each cut point (``cost/stage_cuts.py``), step 3 also
+tries every split over whole executions and cut points (``StageModel.cut_split``, exact) and
+keeps it when it beats the whole-layer split, and the bounds of step 1 (and, once a choice's
+pieces are solved, ``_cuts_bound``) also hold for splits with cuts.
 """
 
 from __future__ import annotations
