@@ -6,22 +6,23 @@ first part (which runs in the earlier stage) and a second part:
 
 * the first part's forward kernels are the first j forward kernels of a topological order
   of the layer graph's forward kernels (graph order among ready kernels);
-* the second part's backward kernels are every backward kernel that reads a forward tensor
-  of the second part, with every backward kernel before it (the gradient flows from the
-  later stage to the earlier); the other backward kernels go with the first part.
+* a backward kernel named after a forward one (``X_bwd...`` for ``X``, same layer suffix)
+  goes with it; another goes with the second part when it reads one of its forward tensors
+  or feeds one of its backward kernels; then every backward kernel before one of the second
+  part's joins it (the gradient flows from the later stage to the earlier).
 
 So each part is a valid program of its own stage: the forward tensors it needs come from
 itself or an earlier stage, the gradients from itself or a later one. The edges between
 the two parts (either direction) are sent over the PP link: ``cut_bytes`` x the pp
 dimension's p2p ns per byte, added to the batch's p2p once per cut, as the pipeline p2p.
-``cut_points`` keeps the few positions that send the fewest bytes (ties: the most even FLOP).
+``cut_points`` keeps a few positions that send the fewest bytes, with distinct FLOP shares.
 
-A split with cuts (one cut point per mapping) gives stage s: the second part of a layer if a
-cut precedes it (b_s), k_s whole executions, the first part of a layer if a cut follows it
-(a_s), besides the ends; ``cut_split`` finds the split that minimises the batch time
-(nmb - beta) x T_max + c x delta + const over every such split (c: the cuts, delta: what one
-cut adds: beta x (T_first + T_second - T_layer) + its p2p), exactly (module docstring of
-``cut_split``).
+A split with cuts gives stage s: the second part of a layer cut at the boundary before it
+(b_s: a cut point, or 0 for none), k_s whole executions, the first part of a layer cut at
+the boundary after it (a_s), besides the ends; every boundary chooses its own cut point.
+``cut_split`` finds the split that minimises the batch time (nmb - beta) x T_max + the sum
+of its cuts' deltas + const over every such split (delta: what one cut adds, beta x
+(T_first + T_second - T_layer) + its p2p), exactly (its docstring says how).
 """
 
 from __future__ import annotations
