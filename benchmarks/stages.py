@@ -14,9 +14,11 @@ num_layer times per micro-batch; docs/model.md, "Pipeline stages of a whole mode
 
 Each case is searched once after a warm-up, without a time limit. Columns: outer choices,
 solved, pruned by bounds, search seconds, status, final time per batch, PP, the slowest
-stage and its share of the batch.
+stage and its share of the batch, and the stage boundaries that cut inside a layer.
+``--stage-cuts`` sets ``search.stage_cuts = true`` (stage boundaries may cut inside a layer;
+end stages may hold no whole layer).
 
-Usage: ``python benchmarks/stages.py [--case NAME|all]``
+Usage: ``python benchmarks/stages.py [--case NAME|all] [--stage-cuts]``
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ EXAMPLES = ROOT / "examples"
 CASES = ("distilgpt-16", "distilgpt-pp4", "gpt3-1t-pp128", "gpt3-1t-free")
 
 
-def spec_text(case: str) -> str:
+def spec_text(case: str, stage_cuts: bool = False) -> str:
+    if stage_cuts:
+        text = spec_text(case)
+        if "[search]" in text:
+            return text.replace("[search]", "[search]\nstage_cuts = true", 1)
+        return text + "\n[search]\nstage_cuts = true\n"
     if case == "distilgpt-16":
         return (EXAMPLES / "gpt_pipeline.toml").read_text()
     if case == "distilgpt-pp4":
@@ -48,6 +55,7 @@ def spec_text(case: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", default="all", choices=[*CASES, "all"])
+    ap.add_argument("--stage-cuts", action="store_true", help="search.stage_cuts = true")
     args = ap.parse_args()
     from dfsearch.loader import load_toml_spec
     from dfsearch.search.engine import search
@@ -55,9 +63,9 @@ def main() -> None:
 
     warm_up()
     print(f"{'case':<15}{'choices':>8}{'solved':>8}{'pruned':>8}{'search s':>10}  {'status':<20}"
-          f"{'final s':>10}{'PP':>5}{'slowest':>10}{'share':>7}")  # fmt: skip
+          f"{'final s':>10}{'PP':>5}{'slowest':>10}{'share':>7}{'cuts':>6}")  # fmt: skip
     for case in CASES if args.case == "all" else (args.case,):
-        spec = load_toml_spec(spec_text(case), file=f"{case}.toml", base_dir=EXAMPLES)
+        spec = load_toml_spec(spec_text(case, args.stage_cuts), file=f"{case}.toml", base_dir=EXAMPLES)
         t0 = time.perf_counter()
         r = search(spec)
         dt = time.perf_counter() - t0
@@ -66,7 +74,8 @@ def main() -> None:
         share = plan.micro_batches * slow / plan.batch_ns if plan else float("nan")
         print(f"{case:<15}{s.candidates:>8}{s.solved:>8}{s.pruned:>8}{dt:>10.2f}  "
               f"{s.status.label:<20}{ev.final_s if ev else float('nan'):>10.4g}"
-              f"{ev.pp if ev else 0:>5}{slow / 1e6:>8.4g}ms{share:>7.1%}")  # fmt: skip
+              f"{ev.pp if ev else 0:>5}{slow / 1e6:>8.4g}ms{share:>7.1%}"
+              f"{sum(bool(st.ends_after) for st in plan.stages) if plan else 0:>6}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -325,6 +325,12 @@ def _write_run(result, path: Path, json_out: str | None, mapping_out: Path | Non
         typer.echo(format_run(result, title=f"dfsearch {__version__}: {path}"))
     if json_out:
         _write_json(_finite(result.to_json()), json_out)
+    if mapping_out and result.stages is not None and result.stages.has_cuts:
+        typer.echo(f"--mapping-out {mapping_out}: the best mapping has stage boundaries inside a "
+                   "layer (search.stage_cuts), which a mapping file cannot express (stage_layers "
+                   "counts whole layer-graph executions); the report and --json show it. Run "
+                   "without search.stage_cuts for a mapping file.", err=True)  # fmt: skip
+        raise typer.Exit(2)
     if mapping_out:
         from dfsearch.mapping import decision_to_mapping, mapping_to_toml
 

@@ -285,6 +285,13 @@ def _read_stage_layers(data: dict[str, Any], spec: Spec, lay: Decision,
     """``stage_layers``: PP integers >= 1 summing to E (None when absent)."""
     from dfsearch.cost.network import groups
 
+    if "stage_cuts" in data:  # written by a search with search.stage_cuts (its JSON)
+        issues.append(Issue("stage_cuts", "stage boundaries inside a layer (search.stage_cuts) "
+                                          "cannot be given in a mapping: stage_layers counts "
+                                          "whole layer-graph executions only. Got "
+                                          f"{data['stage_cuts']!r}; remove stage_cuts and "
+                                          "stage_layers to evaluate the best whole-layer split."))
+        return None
     if "stage_layers" not in data:
         return None
     v = data["stage_layers"]

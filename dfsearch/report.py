@@ -341,7 +341,10 @@ def stage_lines(plan: StagePlan) -> list[str]:
         st, j = plan.stages[i], i + 1
         while j < len(plan.stages) and plan.stages[j] == st and j != slow and i != slow:
             j += 1
-        runs = " + ".join([*(["embedding"] if st.before else []), f"{st.runs} x layer graph",
+        runs = " + ".join([*(["embedding"] if st.before else []),
+                           *([f"layer after {st.starts_after}"] if st.starts_after else []),
+                           *([f"{st.runs} x layer graph"] if st.runs else []),
+                           *([f"layer to {st.ends_after}"] if st.ends_after else []),
                            *(["LM head"] if st.after else [])])
         label = f"{i + 1}" if j == i + 1 else f"{i + 1}-{j}"
         lines.append(f"  {label:>7}  {st.layers:>6}  {runs:<40} {format_seconds(st.time_ns):>15}  "
@@ -352,9 +355,16 @@ def stage_lines(plan: StagePlan) -> list[str]:
         f"{plan.bubble:.4g} x {format_seconds(rest)} (the other stages) + p2p "
         f"{format_seconds(plan.p2p_ns)} = {format_seconds(plan.batch_ns)}"
     )
+    if plan.space != "whole layer-graph executions per stage":  # search.stage_cuts
+        lines.append(f"          split chosen over: {plan.space}")
+        for k in sorted({st.ends_after for st in plan.stages if st.ends_after}):
+            lines.append(f"          a cut after {k} sends {_si(plan.cut_bytes[k], 'B')} per sample")
     if not plan.split_exact:
         lines.append("          a piece runs slower in its stage than alone: the split is not proven optimal")
-    for name, label in (("before", "embedding"), ("after", "LM head")):
+    used = sorted({st.ends_after for st in plan.stages if st.ends_after})
+    parts = [(f"{w}:{k}", f"layer {'to' if w == 'first' else 'after'} {k}") for k in used
+             for w in ("first", "second")]  # fmt: skip
+    for name, label in (("before", "embedding"), ("after", "LM head"), *parts):
         e = plan.pieces.get(name)
         if e is None:
             continue

@@ -307,6 +307,9 @@ class SearchSettings:
     joint_sharding: bool = False
     strategy: str = "auto"
     assignment: str = "auto"
+    #: whole models in pipeline stages: stage boundaries may also cut inside a layer
+    #: (``cost/stage_cuts.py``); None (unset) is off
+    stage_cuts: bool | None = None
 
 
 # --------------------------------------------------------------------------- spec

@@ -550,6 +550,8 @@ def validate_parts(
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
         _check_partition(s, graph, workload, system)
+        if search is not None and search.stage_cuts:
+            _check_stage_cuts(s, graph, workload)
     if graph is not None and graph_ok and execution is not None:
         from dfsearch.pins import pin_issues
 
@@ -592,6 +594,24 @@ def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: Sys
             s.add(f"system.network[{i}].size", f"must be <= the {len(graph.kernels)} kernels of "
                   "the graph: it is the pipeline (pp) size, and workload.partition_graph gives "
                   f"every pipeline partition at least one kernel. Got {d.size} instead.")
+
+
+def _check_stage_cuts(s: IssueSink, graph: Graph, workload: Workload) -> None:
+    """``search.stage_cuts = true``: only a whole model in pipeline pieces has stage boundaries
+    to cut (``cost/stage_cuts.py``)."""
+    from dfsearch.kernels.pieces import PiecesError, split_pieces
+
+    staged = (workload.kind.label == "llm" and not getattr(workload, "partition_graph", False)
+              and getattr(workload, "num_layer", 1) > getattr(workload, "num_layer_in_graph", 1))  # fmt: skip
+    try:
+        staged = staged and split_pieces(graph).has_ends
+    except PiecesError:
+        return  # _check_pieces reports it
+    if not staged:
+        s.add("search.stage_cuts", "must be false or omitted: only a whole model in pipeline "
+              "stages (an LLM graph with an embedding or LM head whose layers run more than once "
+              "per micro-batch, num_layer > num_layer_in_graph, without partition_graph) has "
+              "stage boundaries to cut inside a layer. Got true instead.")
 
 
 def _check_pieces(s: IssueSink, graph: Graph, workload: Workload) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dfsearch.codes import Status
@@ -47,7 +47,9 @@ __all__ = [
     "evaluate_staged",
 ]
 
-#: the pieces of a stage, in the order a micro-batch runs them
+#: the pieces of a stage, in the order a micro-batch runs them (with ``search.stage_cuts``
+#: also "second<i>" before the layers and "first<i>" after them: the two parts of a layer cut
+#: at cut point i, ``cost/stage_cuts.py``)
 PIECES = ("before", "layers", "after")
 #: their names in reports, JSON and mapping files
 LABELS = {"before": "embedding", "layers": "layer graph", "after": "lm_head"}
@@ -63,10 +65,16 @@ class Stage:
     after: bool  #: runs the ends after the layers (final norm, LM head)
     time_ns: float  #: per micro-batch
     dram_bytes: float  #: per chip: every piece's fixed bytes and the largest working set
+    #: the stage starts inside a layer, after this kernel (its second part; None: it does not)
+    starts_after: str | None = None
+    #: the stage ends inside a layer, after this kernel (its first part; None: it does not)
+    ends_after: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"layers": self.layers, "graph_executions": self.runs, "embedding": self.before,
-                "lm_head": self.after, "time_per_micro_batch_s": self.time_ns / 1e9,
+                "lm_head": self.after, "starts_inside_layer_after": self.starts_after,
+                "ends_inside_layer_after": self.ends_after,
+                "time_per_micro_batch_s": self.time_ns / 1e9,
                 "dram_bytes": self.dram_bytes}  # fmt: skip
 
 
@@ -75,7 +83,8 @@ class StagePlan:
     """How a whole model runs: its stages and every piece's mapping (evaluated alone)."""
 
     stages: tuple[Stage, ...]
-    #: piece ("before", "layers", "after") -> its kernel names and its evaluation alone
+    #: piece ("before", "layers", "after", "first<i>", "second<i>") -> its kernel names and
+    #: its evaluation alone
     names: dict[str, tuple[str, ...]]
     pieces: dict[str, Evaluation]
     micro_batches: int  #: per pipeline
@@ -84,11 +93,23 @@ class StagePlan:
     batch_ns: float
     #: every piece kept its time in its stage: the split is optimal for these pieces
     split_exact: bool = True
+    #: the space the split was chosen over (the report's note)
+    space: str = "whole layer-graph executions per stage"
+    #: bytes sent across a cut after each kernel a boundary cuts after (per sample)
+    cut_bytes: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def has_cuts(self) -> bool:
+        return any(s.ends_after for s in self.stages)
 
     def mapping(self) -> dict[str, Any]:
         """The ends' parts of a mapping file (``docs/mapping.md``): ``stage_layers`` and one
-        table per end (tile count, configurations, sharding)."""
+        table per end (tile count, configurations, sharding). A plan with cuts inside a
+        layer adds ``stage_cuts`` (the JSON shows it; the mapping format cannot express it,
+        so the CLI refuses to write such a mapping file)."""
         out: dict[str, Any] = {"stage_layers": [s.runs for s in self.stages]}
+        if self.has_cuts:
+            out["stage_cuts"] = [s.ends_after or "" for s in self.stages[:-1]]
         for name in ("before", "after"):
             if name in self.pieces:
                 d, names = self.pieces[name].decision, self.names[name]
@@ -108,13 +129,18 @@ class StagePlan:
                     "num_tile": ev.decision.num_tile,
                     "configs": [list(c.kernels) for c in ev.configs if c.kernels]}  # fmt: skip
 
+        used = sorted({st.ends_after for st in self.stages if st.ends_after})
+        cuts = [{"after": k, "cut_bytes": self.cut_bytes[k],
+                 "first_part": piece("first:" + k), "second_part": piece("second:" + k)}
+                for k in used]  # fmt: skip
         return {
             "stages": [s.to_json() for s in self.stages],
             "micro_batches": self.micro_batches, "bubble": self.bubble,
             "p2p_s": self.p2p_ns / 1e9, "batch_s": self.batch_ns / 1e9,
             "batch_formula": "nmb x T_max + bubble x (sum T_s - T_max) + p2p",
-            "split_exact": self.split_exact,
+            "split_exact": self.split_exact, "split_space": self.space,
             "pieces": {LABELS[n].replace(" ", "_"): piece(n) for n in PIECES},
+            "cuts_inside_layers": cuts,
         }  # fmt: skip
 
 
@@ -140,17 +166,23 @@ def members_of(spec: Spec) -> dict[str, tuple[int, ...]]:
 
 
 def piece_spec(spec: Spec, members: tuple[int, ...], micro_batch: int, runs: int = 1,
-               resident_bytes: float = 0.0, *, end: bool = False) -> Spec:
+               resident_bytes: float = 0.0, *, end: bool = False, configs: int | None = None
+               ) -> Spec:
     """The spec of one piece: its kernels, the micro-batch size pinned, its stage role. An
     ``end`` of the model (embedding, LM head) gets its configuration count searched
-    (``num_config = "auto"``): the spec's count is the layer graph's."""
+    (``num_config = "auto"``): the spec's count is the layer graph's. ``configs`` pins the
+    count (a part of the layer graph cut by a stage boundary: ``search/stages.py``)."""
     from dfsearch.kernels.pieces import subgraph
     from dfsearch.spec import AUTO
 
+    ex = spec.execution
+    if end:
+        ex = replace(ex, num_config=AUTO)
+    elif configs is not None:
+        ex = replace(ex, num_config=configs)
     return replace(
         spec, graph=subgraph(spec.graph, members),
-        workload=replace(spec.workload, micro_batch_size=micro_batch),
-        execution=replace(spec.execution, num_config=AUTO) if end else spec.execution,
+        workload=replace(spec.workload, micro_batch_size=micro_batch), execution=ex,
         piece=StagePiece(runs=runs, resident_bytes=resident_bytes),
     )  # fmt: skip
 
@@ -258,10 +290,15 @@ class StageModel:
         #: equations use it)
         self.cap = two.constants.dram_cap + two.constants.dram2_cap
         self.failed: Evaluation | None = None  #: a piece that does not fit in its stage
+        #: the cut points whose parts are pieces ("first:<kernel>", "second:<kernel>")
+        self.cut_points: tuple[Any, ...] = ()
+        self.space = "whole layer-graph executions per stage"
 
     def spec_of(self, name: str, runs: int = 1, beside: float = 0.0) -> Spec:
+        part = ":" in name  # "first:<kernel>", "second:<kernel>": their searched count
         return piece_spec(self.spec, self.members[name], self.mbs, runs, beside,
-                          end=name != "layers")  # fmt: skip
+                          end=name != "layers" and not part,
+                          configs=self.alone[name].decision.num_config if part else None)  # fmt: skip
 
     def _lowered(self, name: str, runs: int) -> Any:
         """The lowered problem of a piece's mapping when it runs ``runs`` times in its stage."""
@@ -269,11 +306,22 @@ class StageModel:
 
         return lower(self.spec_of(name, runs), _outer(self.alone[name].decision))
 
-    def holds(self, s: int) -> list[str]:
-        """The pieces stage s runs, in order."""
+    def holds(self, s: int, runs: tuple[int, ...] | None = None, cuts: tuple[int, ...] = ()
+              ) -> list[str]:
+        """The pieces stage s runs, in order (``runs``: its executions, None: >= 1;
+        ``cuts``: per boundary 0 or the 1-based cut point it cuts at)."""
         last = self.pp - 1
-        return [n for n in PIECES if n in self.alone
-                and (n == "layers" or (n == "before" and s == 0) or (n == "after" and s == last))]
+        b = cuts[s - 1] if cuts and s > 0 else 0
+        a = cuts[s] if cuts and s < last else 0
+        out = ["before"] if s == 0 and "before" in self.alone else []
+        out += [self.part("second", b)] if b else []
+        out += ["layers"] if runs is None or runs[s] > 0 else []
+        out += [self.part("first", a)] if a else []
+        return out + (["after"] if s == last and "after" in self.alone else [])
+
+    def part(self, which: str, i: int) -> str:
+        """The piece name of the first or second part of cut point i (1-based)."""
+        return f"{which}:{self.cut_points[i - 1].after}"
 
     def layer_fixed(self, runs: int) -> float:
         """Fixed DRAM of ``runs`` executions of the layer graph (affine in them)."""
@@ -301,6 +349,54 @@ class StageModel:
         extra = [self._ends(s, self.ii) * self.mbs for s in range(self.pp)]
         return best_split(self.executions, extra, self.ii["layers"] * self.mbs, max_runs)
 
+    def cut_p2p_ns(self, i: int) -> float:
+        """What a cut at cut point i (1-based; 0: none) adds to the batch's p2p: its bytes
+        over the pp dimension's link, at the p2p ns per byte of the pipeline's own term."""
+        from dfsearch.cost import network
+        from dfsearch.cost.quirks import Quirks
+
+        if i == 0 or self.pp <= 1:
+            return 0.0
+        d = self.lay.decision
+        r = network.llm_ratios(self.spec.system, d.shape, quirks=Quirks(), placement=d.placement,
+                               separate_rs_ag_for_ar=self.spec.execution.separate_rs_ag_for_ar)  # fmt: skip
+        return r.p2p * self.cut_points[i - 1].cut_bytes
+
+    def _max_runs(self, s: int, b: int, a: int) -> int:
+        """Most executions stage s holds within its DRAM after the second part of a layer cut
+        at cut point b and before the first part of one cut at a (-1: not even none)."""
+        if math.isinf(self.cap):
+            return self.executions
+        cuts = tuple(b if x == s - 1 else a if x == s else 0 for x in range(self.pp - 1))
+        names = self.holds(s, (0,) * self.pp, cuts)
+        fixed = sum(self.fixed[n] for n in names)
+        work = max((self.work[n] for n in names), default=0.0)
+        none = 0 if fixed + work <= self.cap else -1
+        room = self.cap - fixed - self.fixed["layers"] - max(work, self.work["layers"])
+        if room < 0:
+            return none
+        if self.slope <= 0:
+            return self.executions
+        return min(self.executions, math.floor(room / self.slope) + 1)
+
+    def cut_split(self) -> Any:
+        """The best split over this model's space (``stage_cuts.cut_split``): stages may
+        hold no whole execution where they hold an end or a part, and every boundary may cut
+        a layer at one of ``self.cut_points``. None: none fits."""
+        from dfsearch.cost.stage_cuts import cut_split
+
+        beta = bubble(self.spec, -(-self.executions // self.pp), self.pp)
+        extra = [self._ends(s, self.ii) * self.mbs for s in range(self.pp)]
+        has_ends = [bool(self._ends(s, {n: 1.0 for n in self.alone})) for s in range(self.pp)]
+        t_layer = self.ii["layers"] * self.mbs
+        parts = []
+        for i in range(1, len(self.cut_points) + 1):
+            first = self.ii[self.part("first", i)] * self.mbs
+            second = self.ii[self.part("second", i)] * self.mbs
+            parts.append((first, second, beta * (first + second - t_layer) + self.cut_p2p_ns(i)))
+        return cut_split(self.executions, extra, t_layer, parts, self._max_runs, has_ends,
+                         self.lay.num_micro_batch - beta)
+
     def least_dram(self) -> float:
         """DRAM per chip of the fullest stage under the split that minimises it (what the
         capacity would need for some split to fit)."""
@@ -309,8 +405,8 @@ class StageModel:
         assert split is not None  # PP <= E: every stage can hold one execution
         return max(b + n * self.slope for b, n in zip(base, split))
 
-    def compose(self, split: tuple[int, ...], restage: Restage | None = None
-                ) -> tuple[Evaluation, StagePlan] | None:
+    def compose(self, split: tuple[int, ...], restage: Restage | None = None,
+                cuts: tuple[int, ...] = ()) -> tuple[Evaluation, StagePlan] | None:
         """Every piece evaluated in its stage (``restage`` decides what happens when one
         changes time there; without it the stage's own evaluation counts), then the whole
         model's evaluation (decision: the layer graph's) and its plan. None when a piece
@@ -320,10 +416,11 @@ class StageModel:
         cache: dict[tuple[str, int, float], Evaluation | None] = {}
         for s in range(self.pp):
             t, d, use = 0.0, 0.0, self.lay.dram_use
-            for n in self.holds(s):
+            held = self.holds(s, split, cuts)
+            for n in held:
                 runs = split[s] if n == "layers" else 1
-                beside = sum(self.fixed[m] for m in self.holds(s) if m not in ("layers", n))
-                beside += self.layer_fixed(split[s]) if n != "layers" else 0.0
+                beside = sum(self.fixed[m] for m in held if m not in ("layers", n))
+                beside += self.layer_fixed(split[s]) if n != "layers" and "layers" in held else 0.0
                 if (n, runs, beside) not in cache:
                     cache[n, runs, beside], same = self._in_stage(n, runs, beside, restage)
                     exact &= same
@@ -336,7 +433,7 @@ class StageModel:
             times.append(t)
             drams.append(d)
             uses.append(use)
-        return self._whole(split, times, drams, uses, exact)
+        return self._whole(split, times, drams, uses, exact, cuts)
 
     def _in_stage(self, name: str, runs: int, beside: float, restage: Restage | None
                   ) -> tuple[Evaluation | None, bool]:
@@ -360,11 +457,13 @@ class StageModel:
         return ev, False
 
     def _whole(self, split: tuple[int, ...], times: list[float], drams: list[float],
-               uses: list[Any], exact: bool) -> tuple[Evaluation, StagePlan]:
+               uses: list[Any], exact: bool, cuts: tuple[int, ...] = ()
+               ) -> tuple[Evaluation, StagePlan]:
         spec, lay, pp = self.spec, self.lay, self.pp
         beta = bubble(spec, -(-self.executions // pp), pp)
-        total = batch_ns(times, lay.num_micro_batch, beta, lay.p2p_ns)
-        flops = {n: spec.graph.flop_of(self.members[n]) for n in self.alone}
+        p2p = lay.p2p_ns + sum(self.cut_p2p_ns(i) for i in cuts)
+        total = batch_ns(times, lay.num_micro_batch, beta, p2p)
+        flops = {n: spec.graph.flop_of(self.members[n]) for n in self.alone if n in PIECES}
         flop = self.executions * flops["layers"] + flops.get("before", 0.0) + flops.get("after", 0.0)
         worst = max(range(pp), key=lambda s: (drams[s], -s))
         slow = lay.num_micro_batch * max(times)
@@ -372,19 +471,28 @@ class StageModel:
             lay, final_ns=total / spec.num_copy, ns_per_batch=total,
             workload_flop=flop * spec.workload.global_batch_size, dram_bytes=drams[worst],
             dram_use=uses[worst], layers_per_stage=max(split),
-            pipeline_factor=(total - lay.p2p_ns) / slow if slow > 0 else 1.0,
+            pipeline_factor=(total - p2p) / slow if slow > 0 else 1.0, p2p_ns=p2p,
         )  # fmt: skip
         n_in = spec.workload.num_layer_in_graph
-        held = [self.holds(s) for s in range(pp)]
+        held = [self.holds(s, split, cuts) for s in range(pp)]
         names = {n: tuple(spec.graph.kernels[k].name for k in self.members[n]) for n in self.alone}
         plan = StagePlan(
             stages=tuple(Stage(runs=split[s], layers=split[s] * n_in, before="before" in held[s],
-                               after="after" in held[s], time_ns=times[s], dram_bytes=drams[s])
+                               after="after" in held[s], time_ns=times[s], dram_bytes=drams[s],
+                               starts_after=self._cut_name(cuts, s - 1),
+                               ends_after=self._cut_name(cuts, s))
                          for s in range(pp)),
             names=names, pieces=dict(self.alone), micro_batches=lay.num_micro_batch,
-            bubble=beta, p2p_ns=lay.p2p_ns, batch_ns=total, split_exact=exact,
+            bubble=beta, p2p_ns=p2p, batch_ns=total, split_exact=exact,
+            space=self.space, cut_bytes={c.after: c.cut_bytes for c in self.cut_points},
         )  # fmt: skip
         return whole, plan
+
+    def _cut_name(self, cuts: tuple[int, ...], boundary: int) -> str | None:
+        """The kernel the boundary after stage ``boundary`` cuts after (None: no cut)."""
+        if not cuts or not 0 <= boundary < len(cuts) or cuts[boundary] == 0:
+            return None
+        return self.cut_points[cuts[boundary] - 1].after
 
 
 def _outer(d: Decision) -> Any:

@@ -21,6 +21,12 @@ by composing exact sub-searches, like the speculative-decoding search:
 Proven optimal when every piece search was, no piece changed time in its stage, and every
 other outer choice was pruned by its bound. Every sub-search counts evaluations against one
 work budget.
+
+With ``search.stage_cuts`` (docs/model.md, "Stage cuts inside a layer") step 2 also searches
+the two parts of the layer graph at each cut point (``cost/stage_cuts.py``), step 3 also
+tries every split over whole executions and cut points (``StageModel.cut_split``, exact) and
+keeps it when it beats the whole-layer split, and the bounds of step 1 (and, once a choice's
+pieces are solved, ``_cuts_bound``) also hold for splits with cuts.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dfsearch.cost.stages import (
     LABELS,
     StageModel,
     StagePlan,
+    batch_ns,
     bubble,
     members_of,
     piece_spec,
@@ -65,6 +72,8 @@ class _Run:
     violations: dict[str, Violation] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     methods: set[str] = field(default_factory=set)
+    #: sharding caches per piece graph and the parts' floors (``_floors``, ``_part_floor``)
+    caches: dict = field(default_factory=dict)
 
     def remaining_s(self) -> float | None:
         if not math.isfinite(self.deadline):
@@ -100,7 +109,7 @@ def search_stages(
     objective = objective_of(spec)
     choices: list = []
     try:  # Ctrl-C between the sub-searches (inside one, it ends that one): the best so far
-        choices = _choices(spec, members_of(spec)["layers"], run.deadline)
+        choices = _choices(spec, members_of(spec)["layers"], run.deadline, run.caches)
         _explore(run, choices, objective, progress)
     except KeyboardInterrupt:
         run.stop, run.open_bound = "interrupted", 0.0
@@ -138,36 +147,28 @@ def _out_of_budget(run: _Run) -> bool:
     return bool(run.stop)
 
 
-def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
-             ) -> list[tuple[float, tuple, Any, int]]:
+def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf,
+             caches: dict | None = None) -> list[tuple[float, tuple, Any, int]]:
     """Every (bound, shape, placement, micro-batch size), best bound first (ties: in
     enumeration order): the bound lets the layers alone run E executions over the stages
-    as evenly as they can, the ends free (module docstring). Past ``deadline``
-    (``time.perf_counter``) the remaining choices get bound 0 (not bounded)."""
-    from dfsearch.cost.lower import Outer, lower
-    from dfsearch.cost.model import outer_status
+    as evenly as they can, the ends free (module docstring); with ``search.stage_cuts`` the
+    lesser of that and ``_cut_bound``. Past ``deadline`` (``time.perf_counter``) the
+    remaining choices get bound 0 (not bounded)."""
+    from dfsearch.cost.stage_cuts import cut_points
     from dfsearch.search import outer as outer_mod
-    from dfsearch.search.engine import outer_sharding
 
     wl = spec.workload
     executions = wl.num_layer // wl.num_layer_in_graph
-    c_max = max(outer_mod.config_counts(spec))
-    cache: dict = {}
+    cuts = cut_points(spec, layers) if spec.search.stage_cuts else ()
+    caches = {} if caches is None else caches
     out = []
     for shape in outer_mod.shapes(spec):
         for pl in outer_mod.placements(spec, shape):
             for mbs in outer_mod.micro_batch_sizes(spec, shape, pl):
-                layer_spec = piece_spec(spec, layers, mbs)
                 best = math.inf if time.perf_counter() <= deadline else 0.0
-                for t in outer_mod.tile_counts(layer_spec) if best > 0 else ():
-                    sharding = outer_sharding(layer_spec, shape, t, pl, cache)
-                    outer = Outer(shape, sharding, mbs, t, min(c_max, len(layers)), pl)
-                    if outer_status(layer_spec, outer)[0] is not Status.OK:
-                        continue
-                    problem = lower(layer_spec, outer)
+                rows = _floors(spec, layers, shape, pl, mbs, caches) if best > 0 else []
+                for t_lb, problem in rows:
                     k = problem.constants
-                    ii = (outer_mod.lower_bound_ns(problem) * k.num_copy - k.p2p_ns) / k.batch_mult
-                    t_lb = max(ii, 0.0) * mbs  # one execution, per micro-batch
                     per_stage = -(-executions // problem.pp)  # the slowest stage runs >= this
                     beta = bubble(spec, per_stage, problem.pp)
                     whole = (
@@ -176,9 +177,68 @@ def _choices(spec: Spec, layers: tuple[int, ...], deadline: float = math.inf
                         + k.p2p_ns
                     )
                     best = min(best, whole / k.num_copy)
+                if spec.search.stage_cuts and rows and rows[0][1].pp > 1:  # PP 1: no cut
+                    best = min(best, _cut_bound(spec, rows, cuts, shape, pl, mbs, caches))
                 out.append((best, shape, pl, mbs))
     order = sorted(range(len(out)), key=lambda i: (out[i][0], i))
     return [out[i] for i in order]
+
+
+def _floors(spec: Spec, members: tuple[int, ...], shape: tuple, pl: Any, mbs: int,
+            caches: dict) -> list[tuple[float, Any]]:
+    """(a lower bound of one execution's time per micro-batch, the lowered problem) of a
+    piece alone on every feasible tile count of (shape, placement, micro-batch size)."""
+    from dfsearch.cost.lower import Outer, lower
+    from dfsearch.cost.model import outer_status
+    from dfsearch.search import outer as outer_mod
+    from dfsearch.search.engine import outer_sharding
+
+    piece = piece_spec(spec, members, mbs)
+    c_max = max(outer_mod.config_counts(piece))
+    cache = caches.setdefault(members, {})  # the sharding cache is per graph
+    rows = []
+    for t in outer_mod.tile_counts(piece):
+        sharding = outer_sharding(piece, shape, t, pl, cache)
+        outer = Outer(shape, sharding, mbs, t, min(c_max, len(members)), pl)
+        if outer_status(piece, outer)[0] is not Status.OK:
+            continue
+        problem = lower(piece, outer)
+        k = problem.constants
+        ii = (outer_mod.lower_bound_ns(problem) * k.num_copy - k.p2p_ns) / k.batch_mult
+        rows.append((max(ii, 0.0) * mbs, problem))
+    return rows
+
+
+def _part_floor(spec: Spec, members: tuple[int, ...], shape: tuple, pl: Any, mbs: int,
+                caches: dict) -> float:
+    """The least ``_floors`` of a part over its tile counts (inf: none feasible), cached."""
+    key = ("floor", members, shape, pl, mbs)
+    if key not in caches:
+        caches[key] = min((t for t, _ in _floors(spec, members, shape, pl, mbs, caches)),
+                          default=math.inf)  # fmt: skip
+    return caches[key]
+
+
+def _cut_bound(spec: Spec, rows: list[tuple[float, Any]], cuts: tuple, shape: tuple, pl: Any,
+               mbs: int, caches: dict) -> float:
+    """A lower bound of every split with cuts or end stages without whole layers: each
+    layer costs at least w = min(its floor, the least sum of its two parts' floors over the
+    cut points), so the stages sum to >= E x w, the slowest >= E x w / PP, the batch
+    (nmb - beta) T_max + beta sum T_s + p2p (a cut adds p2p, the ends add time) >= that."""
+    wl = spec.workload
+    executions = wl.num_layer // wl.num_layer_in_graph
+    w = min(t for t, _ in rows)
+    for cut in cuts:
+        w = min(w, sum(_part_floor(spec, part, shape, pl, mbs, caches)
+                       for part in (cut.first, cut.second)))
+    best = math.inf
+    for _, problem in rows:
+        k = problem.constants
+        beta = bubble(spec, -(-executions // problem.pp), problem.pp)
+        t_max = executions * w / problem.pp
+        total = (problem.num_micro_batch - beta) * t_max + beta * executions * w + k.p2p_ns
+        best = min(best, total / k.num_copy)
+    return best
 
 
 def _solve_choice(
@@ -189,6 +249,7 @@ def _solve_choice(
     (steps 2-4 of the module docstring)."""
     pinned = (shape, pl)
     alone: dict[str, Evaluation] = {}
+    all_exact = True
     for name in ("layers", "before", "after"):
         if members[name]:
             spec = piece_spec(run.spec, members[name], mbs, end=name != "layers")
@@ -196,10 +257,15 @@ def _solve_choice(
             if ev is None:
                 return None
             alone[name] = ev
-            if name == "layers" and exact and _beaten(run, ev, mbs):
+            all_exact &= exact
+            if name == "layers" and exact and not run.spec.search.stage_cuts and _beaten(run, ev, mbs):
                 return None
     model = StageModel(run.spec, members, mbs, alone)
-    split = model.split()
+    split, cuts = model.split(), ()
+    if run.spec.search.stage_cuts and model.pp > 1:
+        found_cut = _best_cut(run, model, members, mbs, pinned, bound, split, all_exact)
+        if found_cut is not None:
+            model, split, cuts = found_cut
     if split is None:
         d = model.lay.decision
         _note(run, Violation.of(run.spec, Status.DRAM.label, max(model.least_dram() - model.cap, 0.0),
@@ -209,12 +275,103 @@ def _solve_choice(
     def restage(name: str, role: Spec, ev: Evaluation) -> Evaluation | None:
         return _search_piece(run, role, name, pinned, bound)[0]
 
-    found = model.compose(split, restage)
+    found = model.compose(split, restage, cuts)
     if found is not None and not found[1].split_exact:
         run.unproven(bound)
         run.notes.append(f"shape {shape}, micro-batch {mbs}: a piece is slower in its stage "
                          "than alone (two DRAM tiers); the split is not proven optimal")  # fmt: skip
     return found
+
+
+def _best_cut(run: _Run, whole: StageModel, members: dict[str, tuple[int, ...]], mbs: int,
+              pinned: tuple, bound: float, split: tuple[int, ...] | None, exact: bool) -> Any:
+    """With ``search.stage_cuts``: the better of the whole-layer split and the best split
+    whose stages may cut a layer at the cut points (both parts of each searched on the
+    pinned shape) and whose end stages may hold no whole layer: (model, runs, cuts), or
+    None when the whole-layer split stays best (ties: it) or, given ``exact`` pieces,
+    ``_cuts_bound`` shows that no such split beats it or the incumbent."""
+    from dfsearch.cost.stage_cuts import cut_points
+
+    def value(m: StageModel, runs: tuple[int, ...], cuts: tuple[int, ...]) -> float:
+        beta = bubble(run.spec, -(-m.executions // m.pp), m.pp)
+        times = [sum(m.ii[n] * (runs[s] if n == "layers" else 1) * m.mbs
+                     for n in m.holds(s, runs, cuts)) for s in range(m.pp)]  # fmt: skip
+        return batch_ns(times, m.lay.num_micro_batch, beta, sum(m.cut_p2p_ns(i) for i in cuts))
+
+    tried = cut_points(run.spec, members["layers"])
+    whole.space = "whole layer-graph executions, end stages without any" + "".join(
+        f", cuts after {c.after}" for c in tried)
+    if exact and split is not None:
+        beat = value(whole, split, ()) + whole.lay.p2p_ns
+        if run.best is not None:
+            beat = min(beat, run.best[0] * run.spec.num_copy)
+        if _cuts_bound(run, whole, tried, mbs, pinned) >= beat:
+            return None
+    alone, points = dict(whole.alone), []
+    for cut in tried:
+        found = _parts(run, cut, mbs, pinned, bound)
+        if found is not None:
+            alone |= {f"first:{cut.after}": found[0], f"second:{cut.after}": found[1]}
+            points.append(cut)
+    extra = {f"{w}:{c.after}": (c.first if w == "first" else c.second)
+             for c in points for w in ("first", "second")}  # fmt: skip
+    model = StageModel(run.spec, members | extra, mbs, alone)
+    model.cut_points, model.space = tuple(points), whole.space
+    cs = model.cut_split()
+    if cs is None or (split is not None and value(model, cs.runs, cs.cuts)
+                      >= value(whole, split, ()) * (1 - 1e-12)):  # fmt: skip
+        return None
+    return model, cs.runs, cs.cuts
+
+
+def _cuts_bound(run: _Run, whole: StageModel, cuts: tuple, mbs: int, pinned: tuple) -> float:
+    """A lower bound of the batch time (per pipeline copy, ns) of every split of this choice
+    with cuts or end stages without whole layers, given its pieces' exact times: a layer
+    costs at least w = min(T_layer, the least sum of a cut point's parts' floors), the
+    stages sum to >= ends + E x w, the slowest holds >= that / PP and >= each end, and the
+    batch is (nmb - beta) T_max + beta sum T_s + p2p (cuts add p2p). 0 (no bound) with two
+    DRAM tiers (times change in the stages)."""
+    if run.spec.system.memory.second_dram_bytes > 0:
+        return 0.0
+    shape, pl = pinned
+    w = whole.ii["layers"] * mbs
+    for cut in cuts:
+        w = min(w, sum(_part_floor(run.spec, part, shape, pl, mbs, run.caches)
+                       for part in (cut.first, cut.second)))
+    ends = [whole._ends(s, whole.ii) * mbs for s in range(whole.pp)]
+    total = sum(ends) + whole.executions * w
+    beta = bubble(run.spec, -(-whole.executions // whole.pp), whole.pp)
+    t_max = max(total / whole.pp, *ends)
+    return (whole.lay.num_micro_batch - beta) * t_max + beta * total + whole.lay.p2p_ns
+
+
+def _parts(run: _Run, cut: Any, mbs: int, pinned: tuple, bound: float
+           ) -> tuple[Evaluation, Evaluation] | None:
+    """The two parts of a layer cut at ``cut``, each searched on the pinned shape, with
+    c and C + 1 - c configurations (C: the layer graph's count): the layer's program cut at
+    one point splits at most one of its configurations in two. c is C + 1 shared in
+    proportion to the parts' kernels (rounded, each part at least 1 and at most one per
+    kernel), or the nearest c (ties: the smaller) with both parts feasible. ``auto``: both
+    searched freely; 0 (one per kernel): both 0. None: no c has both parts feasible."""
+    from dfsearch.spec import AUTO
+
+    c = run.spec.execution.num_config
+    if c in (AUTO, 0):
+        pairs = [(c, c)]
+    else:
+        want = (c + 1) * len(cut.first) / (len(cut.first) + len(cut.second))
+        ok = [a for a in range(1, c + 1) if a <= len(cut.first) and c + 1 - a <= len(cut.second)]
+        pairs = [(a, c + 1 - a) for a in sorted(ok, key=lambda a: (abs(a - want), a))]
+    for counts in pairs:
+        evs = []
+        for which, members, n in zip(("first", "second"), (cut.first, cut.second), counts):
+            piece = piece_spec(run.spec, members, mbs, configs=n)
+            evs.append(_search_piece(run, piece, f"{which}:{cut.after}", pinned, bound, note=False)[0])
+            if evs[-1] is None:
+                break
+        if len(evs) == 2 and evs[1] is not None:
+            return evs[0], evs[1]
+    return None
 
 
 def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
@@ -233,9 +390,10 @@ def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
     return (whole + layers.p2p_ns) / run.spec.num_copy >= run.best[0]
 
 
-def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
-                  ) -> tuple[Evaluation | None, bool]:
-    """One piece's pinned search: (its mapping or None, its violations noted; whether the
+def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float,
+                  note: bool = True) -> tuple[Evaluation | None, bool]:
+    """One piece's pinned search: (its mapping or None, its violations noted unless not
+    ``note``: a part of a cut layer that does not fit only drops that cut; whether the
     search was exact)."""
     from dfsearch.search.engine import search
 
@@ -249,8 +407,10 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
     exact = r.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
     if not exact or any(n.startswith("not proven") for n in r.search.notes):
         run.unproven(bound)
-    if r.evaluation is None:
-        label = "the " + LABELS[name] + (" piece" if name != "layers" else "")
+    if r.evaluation is None and note:
+        label = ("the " + LABELS[name] + (" piece" if name != "layers" else "") if name in LABELS
+                 else f"the layer graph's part {'up to' if name.startswith('first') else 'after'} "
+                      f"{name.split(':', 1)[1]}")  # fmt: skip
         for v in r.violations:
             _note(run, replace(v, detail=f"{label}: {v.detail}" if v.detail else label))
     return r.evaluation, exact and not r.search.notes
