@@ -355,7 +355,11 @@ def stage_lines(plan: StagePlan) -> list[str]:
         f"{plan.bubble:.4g} x {format_seconds(rest)} (the other stages) + p2p "
         f"{format_seconds(plan.p2p_ns)} = {format_seconds(plan.batch_ns)}"
     )
-    if plan.space != "whole layer-graph executions per stage":  # search.stage_cuts
+    if plan.space == "whole layer-graph executions per stage":
+        lines.append("          split chosen over whole layer-graph executions per stage; "
+                     "[search] stage_cuts = true also tries stages that end inside a layer "
+                     "or hold only an end (slower search; docs/whole_models.md)")
+    else:  # search.stage_cuts
         lines.append(f"          split chosen over: {plan.space}")
         for k in sorted({st.ends_after for st in plan.stages if st.ends_after}):
             lines.append(f"          a cut after {k} sends {_si(plan.cut_bytes[k], 'B')} per sample")
