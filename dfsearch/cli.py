@@ -527,7 +527,7 @@ def sweep(
     from dfsearch.study.runner import sweep as run_sweep
     from dfsearch.study.study import load_study
 
-    _check_args(inputs=(study,), outputs={"--json": json_out})
+    _check_args(inputs=(study, output / "results.csv"), outputs={"--json": json_out})
     objectives = _objectives(pareto, "--pareto")
     if sample not in (None, "nsga2"):
         typer.echo(f"--sample must be 'nsga2'. Got {sample!r} instead.", err=True)
@@ -538,11 +538,7 @@ def sweep(
     try:
         s = load_study(study)
         if dry_run:
-            points = s.points()
-            typer.echo(f"{study}: {len(points)} points ({len(s.all_points())} before filters)")
-            for p in points:
-                s.point_spec(p)
-                typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
+            _dry_run(study, s)
             return
         show = not quiet and json_out != "-"
         if sample:
@@ -571,6 +567,16 @@ def sweep(
         _write_json(_finite(data), json_out)
 
 
+def _dry_run(path: Path, s: Any) -> None:
+    """``sweep --dry-run``: every kept point, checked, one line each (streamed)."""
+    kept = 0
+    for p in s.iter_points():
+        s.point_spec(p)
+        typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
+        kept += 1
+    typer.echo(f"{path}: {kept} points ({s.size()} before filters)")
+
+
 @app.command("pareto")
 def pareto_cmd(
     results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
@@ -581,7 +587,7 @@ def pareto_cmd(
     beats in every objective (throughput maximised, cost and power minimised)."""
     from dfsearch.study import commands
 
-    _check_args(outputs={"--json": json_out})
+    _check_args(inputs=(commands.results_path(results),), outputs={"--json": json_out})
     names = _objectives(objectives, "--objectives")
     try:
         header, rows = commands.load_results(results)
@@ -611,7 +617,10 @@ def plot(
     names = _objectives(objectives, "--objectives")
     folder = results if results.is_dir() else results.parent
     dest = output or folder / (f"{kind}_{metric}.png" if kind == "heatmap" else f"{kind}.png")
-    _check_args(outputs={"--output": dest})
+    _check_args(inputs=(commands.results_path(results),), outputs={"--output": dest})
+    if (problem := plots.format_problem(dest)) is not None:
+        typer.echo(f"--output {dest}: {problem}", err=True)
+        raise typer.Exit(2)
     try:
         header, rows = commands.load_results(results)
         if kind == "heatmap":

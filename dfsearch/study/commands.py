@@ -10,9 +10,9 @@ from typing import Any
 
 from dfsearch.errors import Issue, SpecError
 from dfsearch.study.pareto import OBJECTIVES, pareto_front
-from dfsearch.study.table import METRICS, read_table, table_path
+from dfsearch.study.table import METRICS, TableReader, table_path
 
-__all__ = ["progress_printer", "summary_lines", "load_results", "front_lines", "front_json"]
+__all__ = ["progress_printer", "summary_lines", "results_path", "load_results", "front_lines", "front_json"]
 
 
 def _clock(seconds: float) -> str:
@@ -50,20 +50,33 @@ def summary_lines(summary: Any) -> list[str]:
     ]
 
 
-def load_results(folder: str | Path, option: str = "RESULTS") -> tuple[list[str], list[dict[str, Any]]]:
-    """The header and rows of a results folder (or a results.csv path).
+def results_path(folder: str | Path) -> Path:
+    """The table of a results folder, or the path itself when it is not a folder."""
+    path = Path(folder)
+    return table_path(path) if path.is_dir() else path
+
+
+def load_results(folder: str | Path, option: str = "RESULTS", stream: Any = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and rows of a results folder (or a results.csv path), every row checked
+    (``table.TableReader``); a last row cut by a killed sweep is left out with a note on
+    ``stream`` (stderr).
 
     Raises
     ------
     SpecError
-        No results table there.
+        No results table there, or a table with a bad header, row, cell or encoding.
     """
-    path = Path(folder)
-    if path.is_dir():
-        path = table_path(path)
+    path = results_path(folder)
     if not path.is_file():
-        raise SpecError(Issue(option, f"has no results table: {str(path)!r} does not exist. Run 'dfsearch sweep' first."))
-    return read_table(path)
+        what = "is not a file" if path.exists() else "does not exist"
+        raise SpecError(Issue(option, f"has no results table: {str(path)!r} {what}. Run 'dfsearch sweep' first."))
+    with TableReader(path) as reader:
+        if not reader.header:
+            raise SpecError(Issue(option, f"{str(path)!r} is empty: no header line. Run 'dfsearch sweep' first."))
+        rows = list(reader.rows())
+    if reader.cut_line is not None:
+        (stream or sys.stderr).write(f"note: {path}, line {reader.cut_line} has no line end (a row cut by a killed sweep); left out.\n")
+    return reader.header, rows
 
 
 def axis_names(header: Sequence[str]) -> list[str]:
