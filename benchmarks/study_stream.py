@@ -1,0 +1,109 @@
+"""A sweep of a very large study starts at once, in bounded memory, and resumes without
+rebuilding what is done.
+
+Builds a study of ``--points`` points (default 1,000,000: three field-path axes of 100
+values each on the shipped GPT-3 1.5B example, every point a cheap search), then:
+
+1. ``dfsearch sweep STUDY -o DIR -q`` as a subprocess: the seconds from its start to the
+   first row in ``DIR/results.csv``; it is stopped with SIGINT after ``--rows`` rows and its
+   peak resident memory read (``os.wait4``: the sweep process alone);
+2. the same command again (a resume): the seconds to its first new row, its peak memory.
+
+The compiled evaluator is loaded from Numba's cache: run any ``dfsearch`` command once
+first (the script does, with ``dfsearch check``), or the first figure includes the ~40 s
+compilation. Usage::
+
+    python benchmarks/study_stream.py [--points N] [--rows R] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ROOT / "dfsearch/examples/gpt3_1.5B_a100x4.toml"
+
+
+def make_study(folder: Path, points: int) -> Path:
+    """Three axes whose product is ``points`` (rounded to a cube)."""
+    n = max(1, round(points ** (1 / 3)))
+    shutil.copy(BASE, folder / "base.toml")
+    bw = ", ".join(str(400 + 10 * i) for i in range(n))
+    util = ", ".join(f"{0.3 + 0.6 * i / n:.6f}" for i in range(n))
+    price = ", ".join(str(1000 + i) for i in range(n))
+    text = (f'[study]\nbase = "base.toml"\n[axes]\n"system.memory.dram_bw_GBps" = [{bw}]\n'
+            f'"execution.compute_util" = [{util}]\n"cost.chip_price" = [{price}]\n')  # fmt: skip
+    path = folder / "study.toml"
+    path.write_text(text)
+    return path
+
+
+def rows_in(table: Path) -> int:
+    try:
+        return max(0, table.read_bytes().count(b"\n") - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def run_until(study: Path, out: Path, rows: int, timeout: float = 300.0) -> dict[str, float]:
+    """Start a sweep, time its first new row, stop it with SIGINT after ``rows`` new rows;
+    its own peak resident memory from ``os.wait4``."""
+    table = out / "results.csv"
+    before = rows_in(table)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dfsearch", "sweep", str(study), "-o", str(out), "-q"],
+                                stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+        first = None
+        while time.perf_counter() - t0 < timeout and proc.poll() is None:
+            n = rows_in(table) - before
+            if first is None and n >= 1:
+                first = time.perf_counter() - t0
+            if n >= rows:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        t_int = time.perf_counter()
+        _, status, usage = os.wait4(proc.pid, 0)
+        stop_s = time.perf_counter() - t_int
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")[-300:]
+    return {"first_row_s": first if first is not None else float("nan"), "rows": rows_in(table) - before,
+            "exit_code": proc.returncode, "stop_s": stop_s, "max_rss_MB": usage.ru_maxrss / 1024.0,
+            "stderr": text}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--rows", type=int, default=20, help="rows to write before SIGINT")
+    ap.add_argument("--json", metavar="PATH")
+    args = ap.parse_args()
+    subprocess.run([sys.executable, "-m", "dfsearch", "check", str(BASE)], capture_output=True, check=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        study = make_study(folder, args.points)
+        out = folder / "out"
+        first = run_until(study, out, args.rows)
+        resumed = run_until(study, out, args.rows)
+    report = {"points": round(args.points ** (1 / 3)) ** 3, "first_run": first, "resume": resumed}
+    print(f"study of {report['points']:,} points")
+    for name, r in (("first run", first), ("resume", resumed)):
+        print(f"  {name}: first row after {r['first_row_s']:.2f} s, {r['rows']} rows, peak resident memory "
+              f"{r['max_rss_MB']:.0f} MB; exit {r['exit_code']} {r['stop_s']:.2f} s after SIGINT")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
