@@ -381,3 +381,19 @@ def test_a_million_point_study_counts_without_enumerating():
     assert s.size() == 1_000_000 and runner._total(s) == 1_000_000
     assert s.point_at(999_999).values == (99, 99, 99) and s.point_at(123_456).values == (12, 34, 56)
     assert next(s.iter_points()).index == 0
+
+
+# ----------------------------------------------------------------------------- fuzz
+def test_mutated_tables_and_study_files_never_give_a_traceback(tmp_path):
+    """A few dozen mutants of a results table (fed to pareto, plot or a resumed sweep) and of
+    study files (fed to sweep): every one exits 0 or 2 with the file named, no traceback.
+    ``python tests/_data_mutants.py`` runs hundreds."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import _data_mutants as D
+
+    study, table = D.small_table(tmp_path)
+    reports = [D.check_table_mutant(seed, tmp_path, study, table) for seed in range(40)]
+    sources = D.study_sources()
+    reports += [D.check_study_mutant(seed, tmp_path, sources) for seed in range(20)]
+    assert [str(f) for r in reports for f in r.failures] == []
+    assert {r.code for r in reports} == {0, 2}  # both valid and refused mutants were seen
