@@ -344,19 +344,30 @@ def test_points_are_built_when_reached_and_a_resume_rebuilds_nothing_done(tmp_pa
     monkeypatch.setattr(runner, "run_point", fake_metrics)
     study = load_study(grid_study(tmp_path, 30))  # 900 points
     calls = counting_point_spec(monkeypatch)
+    assert runner.precheck(study) == 30 + 30 - 1  # one point per axis value, before any search
+    calls[0] = 0
     with pytest.raises(KeyboardInterrupt):
         sweep(study, tmp_path / "out", progress=stop_after(5))
-    assert calls[0] == 5  # today: all 900 specs and digests first
+    assert calls[0] == 59 + 5  # the previous version built all 900 specs and digests first
     calls[0] = 0
     with pytest.raises(KeyboardInterrupt):
         sweep(study, tmp_path / "out", progress=stop_after(1))
-    assert calls[0] == 1 + 1  # the first done row's digest check, then the new point
+    assert calls[0] == 59 + 1 + 1  # the first done row's digest check, then the new point
     (tmp_path / "out" / runner.STAMP_NAME).unlink()  # a table of an older version: every row checked
     calls[0] = 0
     with pytest.raises(KeyboardInterrupt):
         sweep(study, tmp_path / "out", progress=stop_after(1))
-    assert calls[0] == 6 + 1
+    assert calls[0] == 59 + 6 + 1
     assert [r["point"] for r in read_table(tmp_path / "out" / "results.csv")[1]] == list(range(7))
+
+
+def test_a_bad_axis_value_fails_before_any_search(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "run_point", fake_metrics)
+    values = ", ".join(str(100 + i) for i in range(50)) + ", -1"
+    study = load_study(make_study(tmp_path, f'[axes]\n"execution.compute_util" = [0.5, 0.9]\n"system.memory.dram_bw_GBps" = [{values}]\n'))
+    with pytest.raises(SpecError, match=r"point execution.compute_util=0.5, system.memory.dram_bw_GBps=-1\): system.memory.dram_bw_GBps must be > 0"):
+        sweep(study, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_resume_still_refuses_a_changed_study(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ from dfsearch.study.runner import (
     SweepSummary,
     Task,
     point_digest,
+    precheck,
     run_point,
 )
 from dfsearch.study.study import Point, Study, cell
@@ -115,6 +116,7 @@ def nsga_sweep(
         Ctrl-C; the rows written so far stay.
     """
     t0 = time.perf_counter()
+    precheck(study)
     folder = output_folder(folder)
     with folder_lock(folder):
         return _nsga_locked(study, table_path(folder), trials, seed, objectives, population, fresh, progress, t0)

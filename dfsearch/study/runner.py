@@ -75,8 +75,9 @@ class SweepSummary:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-class SweepInterrupted(Exception):
-    """Ctrl-C: the rows written so far stay; running the sweep again resumes."""
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C: the rows written so far stay; running the sweep again resumes. A
+    ``KeyboardInterrupt``, so that code catching ``Exception`` does not swallow it."""
 
     def __init__(self, written: int, total: int) -> None:
         super().__init__(f"interrupted after {written} of {total} points; run the same command again to resume.")
@@ -161,6 +162,32 @@ def _tasks(study: Study, done: set[int]) -> Iterator[tuple[Point, str, Task]]:
         spec = study.point_spec(p)
         seed = study.seed if study.seed is not None else spec.search.seed
         yield p, point_digest(spec, seed), Task(p.index, spec, seed)
+
+
+def precheck(study: Study, limit: int = 1000) -> int:
+    """Build, before any search, one point per axis value (that value, the other axes at
+    their first value; ``zip``: the first ``limit`` positions) when the filters keep it, so
+    a bad value fails at once rather than when the sweep reaches it. At most ``limit``
+    points, whatever the study's size. Returns the number built.
+
+    Raises
+    ------
+    SpecError
+        One of these points breaks a rule.
+    """
+    if study.combine == "zip":
+        choices = [(i,) for i in range(min(study.size(), limit))]
+    else:
+        choices = [tuple(j if k == i else 0 for k in range(len(study.axes)))
+                   for i, a in enumerate(study.axes) for j in range(len(a.values))]  # fmt: skip
+        choices = list(dict.fromkeys(choices or [()]))[:limit]
+    built = 0
+    for choice in choices:
+        point = study.point_of(choice)
+        if study.kept(point):
+            study.point_spec(point)
+            built += 1
+    return built
 
 
 def study_fingerprint(study: Study) -> str:
@@ -268,6 +295,7 @@ def sweep(
         Ctrl-C; the rows written so far stay.
     """
     t0 = time.perf_counter()
+    precheck(study)
     folder = output_folder(folder)
     with folder_lock(folder):
         path = table_path(folder)
@@ -278,17 +306,22 @@ def sweep(
         backend = "dask" if dask else ("process-pool" if jobs > 1 else "in-process")
         written = feasible = 0
         with TableWriter(path, header) as table:
-            for (p, d), metrics in _results(_tasks(study, set(resumed.done)), jobs, dask):
-                if metrics["status"] == "interrupted":
-                    raise SweepInterrupted(before + written, total)
-                axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
-                table.write({"point": p.index, **axes, **metrics, "digest": d})
-                written += 1
-                feasible += metrics.get("final_s") is not None
-                if metrics.get(CTRL_C):
-                    raise SweepInterrupted(before + written, total)
-                if progress is not None:
-                    progress(before + written, max(total, before + written), time.perf_counter() - t0, written)
+            try:
+                for (p, d), metrics in _results(_tasks(study, set(resumed.done)), jobs, dask):
+                    if metrics["status"] == "interrupted":
+                        raise SweepInterrupted(before + written, total)
+                    axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
+                    table.write({"point": p.index, **axes, **metrics, "digest": d})
+                    written += 1
+                    feasible += metrics.get("final_s") is not None
+                    if metrics.get(CTRL_C):
+                        raise SweepInterrupted(before + written, total)
+                    if progress is not None:
+                        progress(before + written, max(total, before + written), time.perf_counter() - t0, written)
+            except KeyboardInterrupt as exc:  # Ctrl-C between two points: say how far it got
+                if isinstance(exc, SweepInterrupted):
+                    raise
+                raise SweepInterrupted(before + written, total) from None
         _write_parquet(path)
     feasible += resumed.feasible
     return SweepSummary(study.file, str(path), before + written, before, written, feasible,
