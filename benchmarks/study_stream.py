@@ -11,7 +11,8 @@ values each on the shipped GPT-3 1.5B example, every point a cheap search), then
 
 The compiled evaluator is loaded from Numba's cache: run any ``dfsearch`` command once
 first (the script does, with ``dfsearch check``), or the first figure includes the ~40 s
-compilation. Usage::
+compilation. The subprocesses run from a temporary folder, so ``PYTHONPATH=/other/checkout``
+measures another version. Usage::
 
     python benchmarks/study_stream.py [--points N] [--rows R] [--json PATH]
 """
@@ -47,6 +48,12 @@ def make_study(folder: Path, points: int) -> Path:
     return path
 
 
+def sigint_default() -> None:
+    """In the child: SIGINT handled as usual even when this script runs in the background
+    (a shell starts background jobs with SIGINT ignored, which Python then keeps)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def rows_in(table: Path) -> int:
     try:
         return max(0, table.read_bytes().count(b"\n") - 1)
@@ -62,7 +69,8 @@ def run_until(study: Path, out: Path, rows: int, timeout: float = 300.0) -> dict
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([sys.executable, "-m", "dfsearch", "sweep", str(study), "-o", str(out), "-q"],
-                                stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=study.parent,
+                                preexec_fn=sigint_default)  # fmt: skip
         first = None
         while time.perf_counter() - t0 < timeout and proc.poll() is None:
             n = rows_in(table) - before
@@ -89,7 +97,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20, help="rows to write before SIGINT")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
-    subprocess.run([sys.executable, "-m", "dfsearch", "check", str(BASE)], capture_output=True, check=False)
+    subprocess.run([sys.executable, "-m", "dfsearch", "check", str(BASE)], capture_output=True, check=False,
+                   cwd=tempfile.gettempdir())  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         study = make_study(folder, args.points)

@@ -213,7 +213,14 @@ def test_ctrl_c_in_a_sweep_stops_it_after_the_point_and_resumes(tmp_path, monkey
     assert rows_without_seconds(tmp_path / "out" / "results.csv") == rows_without_seconds(tmp_path / "full" / "results.csv")
 
 
+def sigint_default() -> None:
+    """SIGINT handled as usual in the child even when the tests run as a background job
+    (started with SIGINT ignored, which Python keeps)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_sigint_stops_a_sweep_of_cheap_points_every_time(tmp_path):
     """SIGINT to `dfsearch sweep` on the HPL grid (80 one-choice points): exit 130 with the
     table short of 80 rows, three times at three moments; the last run completes it."""
@@ -222,7 +229,8 @@ def test_sigint_stops_a_sweep_of_cheap_points_every_time(tmp_path):
     for k in range(3):
         before = len(read_table(table)[1]) if table.exists() else 0
         proc = subprocess.Popen([sys.executable, "-m", "dfsearch", "sweep", str(HPL_GRID), "-o", str(out), "-q"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=sigint_default)  # fmt: skip
         deadline = time.monotonic() + 300  # a safety net only
         while time.monotonic() < deadline and proc.poll() is None:
             if table.exists() and table.read_bytes().count(b"\n") >= before + 2 + k:
