@@ -558,7 +558,10 @@ def sweep(
     data = summary.to_json()
     lines = commands.summary_lines(summary)
     if objectives:
-        header, rows = commands.load_results(output)
+        try:
+            header, rows = commands.load_results(output)
+        except DfsearchError as exc:
+            raise _fail(exc) from None
         lines += commands.front_lines(header, rows, objectives)
         data["pareto"] = commands.front_json(header, rows, objectives)
     if json_out != "-":

@@ -386,6 +386,9 @@ def test_resume_still_refuses_a_changed_study(tmp_path, monkeypatch):
     path.write_text(text.replace("[100, 110, 120]", "[100, 115, 120]"))  # an axis value changed
     with pytest.raises(SpecError, match="the row of point 3 is not a point of this study"):
         sweep(load_study(path), tmp_path / "out")
+    path.write_text(text.replace('base = "base.toml"', 'base = "base.toml"\nfilter = "system.memory.dram_bw_GBps > 100"'))
+    with pytest.raises(SpecError, match="the row of point 0 is not a point of this study"):
+        sweep(load_study(path), tmp_path / "out")  # a filter now drops done points
     path.write_text(text)
     base = tmp_path / "base.toml"
     base.write_text(base.read_text().replace("global_batch_size = 8192", "global_batch_size = 4096"))

@@ -209,12 +209,12 @@ class _Resumed:
     feasible: int  #: rows of ``done`` with a feasible mapping
 
 
-def _check_row(study: Study, row: dict[str, Any], path: Path, hint: str) -> None:
-    """A row already in the table must be a kept point of the study with the same axis
-    values (cheap: no spec is built)."""
+def _check_row(study: Study, row: dict[str, Any], path: Path, hint: str, filters: bool) -> None:
+    """A row already in the table must be a point of the study with the same axis values,
+    and (``filters``) one the filters keep (cheap: no spec is built)."""
     point = study.point_at(row["point"])
     values = None if point is None else [axis_value(cell_text(cell(v))) for v in point.values]
-    if point is None or values != [row[a.name] for a in study.axes] or not study.kept(point):
+    if point is None or values != [row[a.name] for a in study.axes] or (filters and not study.kept(point)):
         msg = f"{path}: the row of point {row['point']} is not a point of this study (its axes or filters changed). {hint}"
         raise SpecError(Issue("", msg), file=study.file)
 
@@ -257,7 +257,7 @@ def _resume(study: Study, path: Path, header: list[str], fresh: bool) -> _Resume
             msg = f"{path} has the columns of another study ({', '.join(reader.header[:6])}, ...). {hint}"
             raise SpecError(Issue("", msg), file=study.file)
         for row in reader.rows():
-            _check_row(study, row, path, hint)
+            _check_row(study, row, path, hint, filters=not trusted)  # same fingerprint, same filters
             if not trusted or not done:
                 _check_digest(study, row, path, hint)
             done.add(row["point"])
