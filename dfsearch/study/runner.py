@@ -19,6 +19,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def _metrics(result: Any) -> dict[str, Any]:
     return row
 
 
-def _tasks(study: Study, done: set[int]) -> Iterator[tuple[Point, str, Task]]:
+def _tasks(study: Study, done: AbstractSet[int]) -> Iterator[tuple[Point, str, Task]]:
     """Each kept point not yet in the table, with its validated spec, seed and digest, built
     only when the sweep reaches it (a million-point study starts at once; a bad point fails
     when reached, after the rows before it are written)."""
@@ -205,18 +206,33 @@ def study_fingerprint(study: Study) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Resumed:
-    done: frozenset[int]
+    done: AbstractSet[int]  #: the points in the table (a set, not copied: a long table's ids)
     feasible: int  #: rows of ``done`` with a feasible mapping
 
 
-def _check_row(study: Study, row: dict[str, Any], path: Path, hint: str, filters: bool) -> None:
-    """A row already in the table must be a point of the study with the same axis values,
-    and (``filters``) one the filters keep (cheap: no spec is built)."""
-    point = study.point_at(row["point"])
-    values = None if point is None else [axis_value(cell_text(cell(v))) for v in point.values]
-    if point is None or values != [row[a.name] for a in study.axes] or (filters and not study.kept(point)):
-        msg = f"{path}: the row of point {row['point']} is not a point of this study (its axes or filters changed). {hint}"
-        raise SpecError(Issue("", msg), file=study.file)
+def _row_checker(study: Study, path: Path, hint: str, filters: bool) -> Callable[[dict[str, Any]], None]:
+    """A check of a row already in the table: a point of the study with the same axis values
+    and (``filters``) one the filters keep. Cheap: no spec is built, each axis value is
+    converted once."""
+    typed = [[axis_value(cell_text(cell(v))) for v in a.values] for a in study.axes]
+    names = [a.name for a in study.axes]
+    size = study.size()
+
+    def check(row: dict[str, Any]) -> None:
+        index = row["point"]
+        ok = index < size
+        if ok and study.combine == "zip":
+            ok = all(row[n] == t[index] for n, t in zip(names, typed))
+        elif ok:
+            rest = index
+            for n, t in zip(reversed(names), reversed(typed)):
+                rest, c = divmod(rest, len(t))
+                ok = ok and row[n] == t[c]
+        if not ok or (filters and not study.kept(study.point_at(index))):  # type: ignore[arg-type]
+            msg = f"{path}: the row of point {index} is not a point of this study (its axes or filters changed). {hint}"
+            raise SpecError(Issue("", msg), file=study.file)
+
+    return check
 
 
 def _check_digest(study: Study, row: dict[str, Any], path: Path, hint: str) -> None:
@@ -245,25 +261,26 @@ def _resume(study: Study, path: Path, header: list[str], fresh: bool) -> _Resume
             path.unlink(missing_ok=True)
         if not path.exists():
             _write_stamp(stamp, fingerprint, study.file)
-            return _Resumed(frozenset(), 0)
+            return _Resumed(set(), 0)
         drop_partial_line(path)
         trusted = stamp.is_file() and stamp.read_text(errors="replace").strip() == fingerprint
     except OSError as e:
         raise SpecError(Issue("", f"{path}: cannot update: {e.strerror or e}."), file=study.file) from None
     hint = "Use --fresh to start the table anew, or another output folder."
-    done, feasible = set(), 0
+    done: set[int] = set()
+    feasible = 0
+    check = _row_checker(study, path, hint, filters=not trusted)  # same fingerprint, same filters
     with TableReader(path) as reader:
         if reader.header and reader.header != header:
             msg = f"{path} has the columns of another study ({', '.join(reader.header[:6])}, ...). {hint}"
             raise SpecError(Issue("", msg), file=study.file)
-        for row in reader.rows():
-            _check_row(study, row, path, hint, filters=not trusted)  # same fingerprint, same filters
-            if not trusted or not done:
+        for row in reader.rows(seen=done):  # adds each row's point to done
+            check(row)
+            if not trusted or len(done) == 1:
                 _check_digest(study, row, path, hint)
-            done.add(row["point"])
             feasible += row["final_s"] is not None
     _write_stamp(stamp, fingerprint, study.file)
-    return _Resumed(frozenset(done), feasible)
+    return _Resumed(done, feasible)
 
 
 def _write_stamp(stamp: Path, fingerprint: str, file: str) -> None:
@@ -307,7 +324,7 @@ def sweep(
         written = feasible = 0
         with TableWriter(path, header) as table:
             try:
-                for (p, d), metrics in _results(_tasks(study, set(resumed.done)), jobs, dask):
+                for (p, d), metrics in _results(_tasks(study, resumed.done), jobs, dask):
                     if metrics["status"] == "interrupted":
                         raise SweepInterrupted(before + written, total)
                     axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}

@@ -12,8 +12,7 @@ import contextlib
 import csv
 import math
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +103,23 @@ class TableWriter:
 
 
 def drop_partial_line(path: Path) -> None:
-    """Cut a last line without its newline (a row interrupted mid-write)."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
+    """Cut a last line without its newline (a row interrupted mid-write), reading only the
+    file's end (a table may be large)."""
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        pos = end
+        while pos > 0:
+            step = min(pos, 65536)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            if pos == end and chunk.endswith(b"\n"):
+                return
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(pos - step + cut + 1)
+                return
+            pos -= step
+        f.truncate(0)  # no complete line at all
 
 
 # ----------------------------------------------------------------------------- reading
@@ -188,10 +199,12 @@ class TableReader:
         missing = [m for m in METRICS if m not in h]
         if missing:
             raise self._fail("", f"lacks the columns {', '.join(missing)}: not a table of this version of 'dfsearch sweep'. {_NOT_A_TABLE}")
+        self._converters = [(name, _converter(name)) for name in h]
 
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """The rows in file order, typed (``None`` for an empty cell); each checked."""
-        seen: set[int] = set()
+    def rows(self, seen: set[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The rows in file order, typed (``None`` for an empty cell); each checked. ``seen``
+        (filled with the point ids read) may be given to keep them after the reading."""
+        seen = set() if seen is None else seen
         while (cells := self._next()) is not None:
             if cells == []:
                 continue  # a blank line
@@ -206,9 +219,9 @@ class TableReader:
         if len(cells) != len(self.header):
             raise self._fail("", f"has {len(cells)} cells; the header has {len(self.header)} columns.")
         row = {}
-        for name, text in zip(self.header, cells):
+        for (name, convert), text in zip(self._converters, cells):
             try:
-                row[name] = _typed(name, text) if name in _METRIC_SET else axis_value(text)
+                row[name] = convert(text)
             except ValueError as e:
                 raise self._fail(f", column {name!r}", f"{e}. Got {text!r} instead.") from None
         if row["final_s"] is not None:
@@ -234,26 +247,55 @@ class TableReader:
         self.close()
 
 
-def _typed(column: str, text: str) -> Any:
+def _int_cell(text: str) -> int | None:
     if text == "":
-        if column in ("point", "status"):
-            raise ValueError("must not be empty")
         return None
-    if column in INT_COLUMNS:
-        if not re.fullmatch(r"\d+", text):
-            raise ValueError("must be an integer >= 0")
-        return int(text)
-    if column in FLOAT_COLUMNS:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or (column == "final_s" and value <= 0):
-            raise ValueError("must be a finite number" + (" > 0" if column == "final_s" else "") + " or empty")
-        return value
-    if column == "status" and text not in _STATUSES:
-        raise ValueError(f"must be one of {', '.join(_STATUSES)}")
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError("must be an integer >= 0")
+    return int(text)
+
+
+def _point_cell(text: str) -> int:
+    if text == "":
+        raise ValueError("must not be empty")
+    return int(_int_cell(text))  # type: ignore[arg-type]
+
+
+def _float_cell(text: str, positive: bool = False) -> float | None:
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise ValueError("must be a finite number" + (" > 0" if positive else "") + " or empty")
+    return value
+
+
+def _status_cell(text: str) -> str:
+    if text not in _STATUSES:
+        raise ValueError("must not be empty" if text == "" else f"must be one of {', '.join(_STATUSES)}")
     return text
+
+
+def _text_cell(text: str) -> str | None:
+    return text if text != "" else None
+
+
+def _converter(column: str) -> Callable[[str], Any]:
+    """How a cell of ``column`` is read (and checked)."""
+    if column == "point":
+        return _point_cell
+    if column == "status":
+        return _status_cell
+    if column == "final_s":
+        return lambda text: _float_cell(text, positive=True)
+    if column in INT_COLUMNS:
+        return _int_cell
+    if column in FLOAT_COLUMNS:
+        return _float_cell
+    return _text_cell if column in _METRIC_SET else axis_value
 
 
 def axis_value(text: str) -> Any:
