@@ -588,18 +588,24 @@ def pareto_cmd(
 ) -> None:
     """Print the exact Pareto front of a results table: the feasible points no other point
     beats in every objective (throughput maximised, cost and power minimised)."""
+    import io
+
     from dfsearch.study import commands
+    from dfsearch.study.pareto import pareto_front
 
     _check_args(inputs=(commands.results_path(results),), outputs={"--json": json_out})
     names = _objectives(objectives, "--objectives")
     try:
-        header, rows = commands.load_results(results)
+        header, rows = commands.load_results(results, keep=commands.FRONT_COLUMNS)
+        if json_out:  # the front's rows again, with every column
+            front = {r["point"] for r in pareto_front(rows, names)}
+            _, full = commands.load_results(results, points=front, stream=io.StringIO())
     except DfsearchError as exc:
         raise _fail(exc) from None
     if json_out != "-":
         typer.echo("\n".join(commands.front_lines(header, rows, names)))
     if json_out:
-        _write_json(_finite(commands.front_json(header, rows, names)), json_out)
+        _write_json(_finite(commands.front_json(header, rows, names, full)), json_out)
 
 
 @app.command()
@@ -625,7 +631,7 @@ def plot(
         typer.echo(f"--output {dest}: {problem}", err=True)
         raise typer.Exit(2)
     try:
-        header, rows = commands.load_results(results)
+        header, rows = commands.load_results(results, keep=plots.columns_of(kind, metric))
         if kind == "heatmap":
             fig = plots.heatmap_figure(header, rows, metric)
         elif kind == "breakdown":

@@ -56,10 +56,14 @@ def results_path(folder: str | Path) -> Path:
     return table_path(path) if path.is_dir() else path
 
 
-def load_results(folder: str | Path, option: str = "RESULTS", stream: Any = None) -> tuple[list[str], list[dict[str, Any]]]:
+def load_results(
+    folder: str | Path, option: str = "RESULTS", stream: Any = None, keep: Sequence[str] | None = None,
+    points: set[int] | None = None,
+) -> tuple[list[str], list[dict[str, Any]]]:
     """The header and rows of a results folder (or a results.csv path), every row checked
     (``table.TableReader``); a last row cut by a killed sweep is left out with a note on
-    ``stream`` (stderr).
+    ``stream`` (stderr). ``keep``: the metric columns each row holds (with ``point`` and the
+    axes; default all); ``points``: only the rows of these points.
 
     Raises
     ------
@@ -73,7 +77,8 @@ def load_results(folder: str | Path, option: str = "RESULTS", stream: Any = None
     with TableReader(path) as reader:
         if not reader.header:
             raise SpecError(Issue(option, f"{str(path)!r} is empty: no header line. Run 'dfsearch sweep' first."))
-        rows = list(reader.rows())
+        names = None if keep is None else [*axis_names(reader.header), *keep]
+        rows = [r for r in reader.rows(keep=names) if points is None or r["point"] in points]
     if reader.cut_line is not None:
         (stream or sys.stderr).write(f"note: {path}, line {reader.cut_line} has no line end (a row cut by a killed sweep); left out.\n")
     return reader.header, rows
@@ -101,6 +106,16 @@ def front_lines(header: Sequence[str], rows: Sequence[Mapping[str, Any]], object
     return lines
 
 
-def front_json(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> dict[str, Any]:
+#: the columns the Pareto front reads
+FRONT_COLUMNS = ("final_s", "system_cost", "system_power")
+
+
+def front_json(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str],
+               full: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The front as JSON: every column of its rows (``full``: the front's rows with every
+    column, when ``rows`` hold only :data:`FRONT_COLUMNS`)."""
     front = pareto_front(rows, objectives)
+    if full is not None:
+        by_point = {r["point"]: r for r in full}
+        front = [by_point[r["point"]] for r in front]
     return {"objectives": list(objectives), "points": [dict(r) for r in front]}

@@ -72,6 +72,16 @@ def _too_many(kind: str, what: str, count: int, limit: int) -> SpecError:
     return SpecError(Issue("--kind", msg))
 
 
+def columns_of(kind: str, metric: str) -> tuple[str, ...]:
+    """The metric columns a figure of ``kind`` reads (with ``point`` and the axes)."""
+    return {
+        "heatmap": ("final_s", metric), "breakdown": ("final_s", "compute_ns", "memory_ns", "network_ns"),
+        "pareto": ("final_s", "system_cost", "system_power"),
+        "roofline": ("final_s", "flop_per_chip", "all_config_ii_ns", "dram_bytes_per_chip", "network_bytes_per_chip",
+                     "peak_gflops", "dram_bw_GBps", "link_bw_GBps"),
+    }[kind]  # fmt: skip
+
+
 def format_problem(path: str | Path) -> str | None:
     """Why a figure cannot be written to ``path`` (its extension names no format), or None."""
     suffix = Path(path).suffix.lower()

@@ -201,14 +201,19 @@ class TableReader:
             raise self._fail("", f"lacks the columns {', '.join(missing)}: not a table of this version of 'dfsearch sweep'. {_NOT_A_TABLE}")
         self._converters = [(name, _converter(name)) for name in h]
 
-    def rows(self, seen: set[int] | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, seen: set[int] | None = None, keep: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """The rows in file order, typed (``None`` for an empty cell); each checked. ``seen``
-        (filled with the point ids read) may be given to keep them after the reading."""
+        (filled with the point ids read) may be given to keep them after the reading; ``keep``
+        names the columns each row holds (default all: a long table takes less memory with
+        only the columns a command uses; every cell is checked either way)."""
         seen = set() if seen is None else seen
+        wanted = None if keep is None else {"point", *keep}
         while (cells := self._next()) is not None:
             if cells == []:
                 continue  # a blank line
             row = self._row(cells)
+            if wanted is not None:
+                row = {k: v for k, v in row.items() if k in wanted}
             if row["point"] in seen:
                 first = self._first_line(row["point"])
                 raise self._fail(", column 'point'", f"repeats point {row['point']} (already on line {first}): each point has one row.")
