@@ -246,6 +246,32 @@ def test_sigint_stops_a_sweep_of_cheap_points_every_time(tmp_path):
     assert r.returncode == 0 and len(read_table(table)[1]) == 80
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals and process groups")
+def test_ctrl_c_to_the_process_group_stops_a_pool_sweep(tmp_path):
+    """A terminal's Ctrl-C reaches the workers too: a worker stopped while waiting for a task
+    used to die holding the pool's queue lock, and the sweep then hung in terminate."""
+    out = tmp_path / "out"
+    table = out / "results.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "dfsearch", "sweep", str(HPL_GRID), "-o", str(out), "-q", "-j", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=sigint_default)  # fmt: skip
+    deadline = time.monotonic() + 300  # a safety net only
+    while time.monotonic() < deadline and proc.poll() is None:
+        if table.exists() and table.read_bytes().count(b"\n") >= 3:
+            break
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the sweep did not end after Ctrl-C")
+    assert proc.returncode == 130 and "interrupted after" in err and "Traceback" not in err, err
+    assert 2 <= len(read_table(table)[1]) < 80
+
+
 # ----------------------------------------------------------------------------- -o
 def test_wrong_output_folders_exit_2(tmp_path):
     study = grid_study(tmp_path, 2)

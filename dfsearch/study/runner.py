@@ -369,13 +369,23 @@ def _results(items: Iterator[Item], jobs: int, dask: str | None) -> Iterator[tup
             yield (p, d), run_point(t)
 
 
+def _worker_ignores_ctrl_c() -> None:
+    """In a pool worker: Ctrl-C at a terminal reaches the whole process group, and a worker
+    it stopped while waiting for a task would die holding the task queue's lock (the pool's
+    terminate then waits for ever). Workers ignore it; the parent stops them. A search in a
+    worker still polls its own flag (``engine._ctrl_c_sets_flag``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _pool_results(items: Iterator[Item], jobs: int) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
     """A process pool fed a few tasks ahead (2 per worker), so that the tasks in memory stay
     bounded however many points the study has."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-    pool = ctx.Pool(jobs)
+    pool = ctx.Pool(jobs, initializer=_worker_ignores_ctrl_c)
     pending: collections.deque = collections.deque()
     try:
         for p, d, t in items:
