@@ -339,7 +339,7 @@ def test_plot_refuses_unknown_extensions_and_oversized_figures(tmp_path):
     from dfsearch.study import plots
 
     good_table(tmp_path)
-    for name, got in (("fig.gif", "'.gif'"), ("fig", "no extension")):
+    for name, got in (("fig.csv", "'.csv'"), ("fig.txt", "'.txt'"), ("fig", "no extension")):
         r = CliRunner().invoke(app, ["plot", str(tmp_path), "-o", str(tmp_path / name)])
         assert r.exit_code == 2 and "must name an image format" in r.output and got in r.output
         assert not (tmp_path / name).exists()

@@ -30,7 +30,7 @@ from dfsearch.study.table import FLOAT_COLUMNS, INT_COLUMNS, METRICS
 __all__ = ["KINDS", "heatmap_figure", "breakdown_figure", "pareto_figure", "roofline_figure", "roofline_points", "save"]
 
 KINDS = ("heatmap", "breakdown", "pareto", "roofline")
-#: image formats of ``--output`` (by extension)
+#: image formats of ``--output`` (by extension) when matplotlib cannot be asked (``formats``)
 FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps")
 #: figure limits: a figure's size grows with what it draws, so a large table is refused
 #: (heatmap, breakdown) or drawn without per-point labels (pareto, roofline)
@@ -82,13 +82,23 @@ def columns_of(kind: str, metric: str) -> tuple[str, ...]:
     }[kind]  # fmt: skip
 
 
+def formats() -> tuple[str, ...]:
+    """The extensions ``--output`` may have: matplotlib's formats (:data:`FORMATS` without it)."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return FORMATS
+    return tuple(f".{f}" for f in sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
 def format_problem(path: str | Path) -> str | None:
     """Why a figure cannot be written to ``path`` (its extension names no format), or None."""
     suffix = Path(path).suffix.lower()
-    if suffix in FORMATS:
+    known = formats()
+    if suffix in known:
         return None
     got = f"{suffix!r}" if suffix else "no extension"
-    return f"the file extension must name an image format: {', '.join(FORMATS)}. Got {got} instead."
+    return f"the file extension must name an image format: {', '.join(known)}. Got {got} instead."
 
 
 def _numeric(metric: str) -> None:
