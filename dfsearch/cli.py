@@ -615,7 +615,7 @@ def sweep(
     from dfsearch.study.runner import sweep as run_sweep
     from dfsearch.study.study import load_study
 
-    _check_args(inputs=(study,), outputs={"--json": json_out})
+    _check_args(inputs=(study, output / "results.csv"), outputs={"--json": json_out})
     objectives = _objectives(pareto, "--pareto")
     if sample not in (None, "nsga2"):
         typer.echo(f"--sample must be 'nsga2'. Got {sample!r} instead.", err=True)
@@ -626,11 +626,7 @@ def sweep(
     try:
         s = load_study(study)
         if dry_run:
-            points = s.points()
-            typer.echo(f"{study}: {len(points)} points ({len(s.all_points())} before filters)")
-            for p in points:
-                s.point_spec(p)
-                typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
+            _dry_run(study, s)
             return
         show = not quiet and json_out != "-"
         if sample:
@@ -650,13 +646,26 @@ def sweep(
     data = summary.to_json()
     lines = commands.summary_lines(summary)
     if objectives:
-        header, rows = commands.load_results(output)
+        try:
+            header, rows = commands.load_results(output)
+        except DfsearchError as exc:
+            raise _fail(exc) from None
         lines += commands.front_lines(header, rows, objectives)
         data["pareto"] = commands.front_json(header, rows, objectives)
     if json_out != "-":
         typer.echo("\n".join(lines))
     if json_out:
         _write_json(_finite(data), json_out)
+
+
+def _dry_run(path: Path, s: Any) -> None:
+    """``sweep --dry-run``: every kept point, checked, one line each (streamed)."""
+    kept = 0
+    for p in s.iter_points():
+        s.point_spec(p)
+        typer.echo(f"  point {p.index}: {p.labels(s.axes)}")
+        kept += 1
+    typer.echo(f"{path}: {kept} points ({s.size()} before filters)")
 
 
 @app.command("pareto")
@@ -667,18 +676,24 @@ def pareto_cmd(
 ) -> None:
     """Print the exact Pareto front of a results table: the feasible points no other point
     beats in every objective (throughput maximised, cost and power minimised)."""
-    from dfsearch.study import commands
+    import io
 
-    _check_args(outputs={"--json": json_out})
+    from dfsearch.study import commands
+    from dfsearch.study.pareto import pareto_front
+
+    _check_args(inputs=(commands.results_path(results),), outputs={"--json": json_out})
     names = _objectives(objectives, "--objectives")
     try:
-        header, rows = commands.load_results(results)
+        header, rows = commands.load_results(results, keep=commands.FRONT_COLUMNS)
+        if json_out:  # the front's rows again, with every column
+            front = {r["point"] for r in pareto_front(rows, names)}
+            _, full = commands.load_results(results, points=front, stream=io.StringIO())
     except DfsearchError as exc:
         raise _fail(exc) from None
     if json_out != "-":
         typer.echo("\n".join(commands.front_lines(header, rows, names)))
     if json_out:
-        _write_json(_finite(commands.front_json(header, rows, names)), json_out)
+        _write_json(_finite(commands.front_json(header, rows, names, full)), json_out)
 
 
 @app.command()
@@ -699,9 +714,12 @@ def plot(
     names = _objectives(objectives, "--objectives")
     folder = results if results.is_dir() else results.parent
     dest = output or folder / (f"{kind}_{metric}.png" if kind == "heatmap" else f"{kind}.png")
-    _check_args(outputs={"--output": dest})
+    _check_args(inputs=(commands.results_path(results),), outputs={"--output": dest})
+    if (problem := plots.format_problem(dest)) is not None:
+        typer.echo(f"--output {dest}: {problem}", err=True)
+        raise typer.Exit(2)
     try:
-        header, rows = commands.load_results(results)
+        header, rows = commands.load_results(results, keep=plots.columns_of(kind, metric))
         if kind == "heatmap":
             fig = plots.heatmap_figure(header, rows, metric)
         elif kind == "breakdown":

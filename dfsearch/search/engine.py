@@ -223,6 +223,8 @@ def search(
         except KeyboardInterrupt:  # outside the main thread, or raised by a callback
             st.stop = "interrupted"
             st.open_bound = 0.0  # the strategy left mid-way: what it had not solved is unbounded
+    if control[Control.FLAG] != 0.0 and not st.stop:
+        st.stop = "interrupted"  # Ctrl-C came in a part that did not poll (a one-choice search)
     return _result(st, method, total, time.perf_counter() - t0, st.stop == "interrupted")
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from dfsearch.errors import Issue, SpecError
 from dfsearch.study.pareto import OBJECTIVES, pareto_front
-from dfsearch.study.table import METRICS, read_table, table_path
+from dfsearch.study.table import METRICS, TableReader, table_path
 
-__all__ = ["progress_printer", "summary_lines", "load_results", "front_lines", "front_json"]
+__all__ = ["progress_printer", "summary_lines", "results_path", "load_results", "front_lines", "front_json"]
 
 
 def _clock(seconds: float) -> str:
@@ -50,20 +50,38 @@ def summary_lines(summary: Any) -> list[str]:
     ]
 
 
-def load_results(folder: str | Path, option: str = "RESULTS") -> tuple[list[str], list[dict[str, Any]]]:
-    """The header and rows of a results folder (or a results.csv path).
+def results_path(folder: str | Path) -> Path:
+    """The table of a results folder, or the path itself when it is not a folder."""
+    path = Path(folder)
+    return table_path(path) if path.is_dir() else path
+
+
+def load_results(
+    folder: str | Path, option: str = "RESULTS", stream: Any = None, keep: Sequence[str] | None = None,
+    points: set[int] | None = None,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and rows of a results folder (or a results.csv path), every row checked
+    (``table.TableReader``); a last row cut by a killed sweep is left out with a note on
+    ``stream`` (stderr). ``keep``: the metric columns each row holds (with ``point`` and the
+    axes; default all); ``points``: only the rows of these points.
 
     Raises
     ------
     SpecError
-        No results table there.
+        No results table there, or a table with a bad header, row, cell or encoding.
     """
-    path = Path(folder)
-    if path.is_dir():
-        path = table_path(path)
+    path = results_path(folder)
     if not path.is_file():
-        raise SpecError(Issue(option, f"has no results table: {str(path)!r} does not exist. Run 'dfsearch sweep' first."))
-    return read_table(path)
+        what = "is not a file" if path.exists() else "does not exist"
+        raise SpecError(Issue(option, f"has no results table: {str(path)!r} {what}. Run 'dfsearch sweep' first."))
+    with TableReader(path) as reader:
+        if not reader.header:
+            raise SpecError(Issue(option, f"{str(path)!r} is empty: no header line. Run 'dfsearch sweep' first."))
+        names = None if keep is None else [*axis_names(reader.header), *keep]
+        rows = [r for r in reader.rows(keep=names) if points is None or r["point"] in points]
+    if reader.cut_line is not None:
+        (stream or sys.stderr).write(f"note: {path}, line {reader.cut_line} has no line end (a row cut by a killed sweep); left out.\n")
+    return reader.header, rows
 
 
 def axis_names(header: Sequence[str]) -> list[str]:
@@ -88,6 +106,16 @@ def front_lines(header: Sequence[str], rows: Sequence[Mapping[str, Any]], object
     return lines
 
 
-def front_json(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> dict[str, Any]:
+#: the columns the Pareto front reads
+FRONT_COLUMNS = ("final_s", "system_cost", "system_power")
+
+
+def front_json(header: Sequence[str], rows: Sequence[Mapping[str, Any]], objectives: Sequence[str],
+               full: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The front as JSON: every column of its rows (``full``: the front's rows with every
+    column, when ``rows`` hold only :data:`FRONT_COLUMNS`)."""
     front = pareto_front(rows, objectives)
+    if full is not None:
+        by_point = {r["point"]: r for r in full}
+        front = [by_point[r["point"]] for r in front]
     return {"objectives": list(objectives), "points": [dict(r) for r in front]}

@@ -1,14 +1,15 @@
 """Running a study's points on an existing Dask distributed cluster (optional extra
 ``dfsearch[distributed]``): ``dfsearch sweep study.toml -o results/ --dask tcp://host:8786``.
 
-Each point is one task (``runner.run_point``); results are taken in submission order, so the
+Each point is one task (``runner.run_point``), submitted a window ahead; results are taken in submission order, so the
 table is written in point order as with a local pool. Every worker process compiles (or
 loads from its Numba cache) once. The workers need dfsearch installed, same version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import collections
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dfsearch.errors import SolverUnavailableError
@@ -16,8 +17,13 @@ from dfsearch.errors import SolverUnavailableError
 __all__ = ["dask_results"]
 
 
-def dask_results(tasks: list[Any], address: str) -> Iterator[dict[str, Any]]:
-    """Each task's metrics, in task order, computed on the scheduler at ``address``.
+#: tasks submitted ahead of the one whose result is awaited (bounds the memory of a long study)
+WINDOW = 256
+
+
+def dask_results(items: Iterable[tuple[Any, Any, Any]], address: str) -> Iterator[tuple[tuple[Any, Any], dict[str, Any]]]:
+    """Each (point, digest, task) item's (point, digest) and metrics, in item order, computed
+    on the scheduler at ``address``; at most :data:`WINDOW` tasks are submitted ahead.
 
     Raises
     ------
@@ -33,9 +39,15 @@ def dask_results(tasks: list[Any], address: str) -> Iterator[dict[str, Any]]:
     from dfsearch.study.runner import run_point
 
     with Client(address, set_as_default=False) as client:
-        futures = client.map(run_point, tasks, pure=False)
+        pending: collections.deque = collections.deque()
         try:
-            for future in futures:
-                yield future.result()
+            for p, d, task in items:
+                pending.append(((p, d), client.submit(run_point, task, pure=False)))
+                if len(pending) >= WINDOW:
+                    key, future = pending.popleft()
+                    yield key, future.result()
+            while pending:
+                key, future = pending.popleft()
+                yield key, future.result()
         finally:
-            client.cancel(futures)
+            client.cancel([f for _, f in pending])

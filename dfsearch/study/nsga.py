@@ -26,13 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from dfsearch.errors import Issue, SpecError
+from dfsearch.study.folder import folder_lock, output_folder
 from dfsearch.study.pareto import OBJECTIVES
 from dfsearch.study.runner import (
+    CTRL_C,
     Progress,
     SweepInterrupted,
     SweepSummary,
     Task,
     point_digest,
+    precheck,
     run_point,
 )
 from dfsearch.study.study import Point, Study, cell
@@ -57,12 +60,16 @@ def _objective_values(row: dict[str, Any], objectives: Sequence[str]) -> list[fl
 
 
 def _old_rows(path: Path, header: list[str], fresh: bool, file: str) -> dict[int, dict[str, Any]]:
-    if not path.exists():
-        return {}
-    if fresh:
-        path.unlink()
-        return {}
-    drop_partial_line(path)
+    if path.exists() and not path.is_file():
+        raise SpecError(Issue("", f"{path} is not a regular file; expected the results table."), file=file)
+    try:
+        if fresh:
+            path.unlink(missing_ok=True)
+        if not path.exists():
+            return {}
+        drop_partial_line(path)
+    except OSError as e:
+        raise SpecError(Issue("", f"{path}: cannot update: {e.strerror or e}."), file=file) from None
     old_header, rows = read_table(path)
     if old_header and old_header != header:
         msg = f"{path} has the columns of another study ({', '.join(old_header[:6])}, ...). Use --fresh to start the table anew, or another output folder."
@@ -108,12 +115,19 @@ def nsga_sweep(
     SweepInterrupted
         Ctrl-C; the rows written so far stay.
     """
+    t0 = time.perf_counter()
+    precheck(study)
+    folder = output_folder(folder)
+    with folder_lock(folder):
+        return _nsga_locked(study, table_path(folder), trials, seed, objectives, population, fresh, progress, t0)
+
+
+def _nsga_locked(
+    study: Study, path: Path, trials: int, seed: int, objectives: Sequence[str], population: int | None,
+    fresh: bool, progress: Progress | None, t0: float,
+) -> SweepSummary:
     from optuna.trial import TrialState
 
-    t0 = time.perf_counter()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = table_path(folder)
     header = columns(a.name for a in study.axes)
     rows = _old_rows(path, header, fresh, study.file)
     before = len(rows)
@@ -134,6 +148,8 @@ def nsga_sweep(
                 table.write(row)
                 rows[point.index] = row
                 written += 1
+                if row.get(CTRL_C):  # Ctrl-C came during this point's search, which finished
+                    raise SweepInterrupted(len(rows), trials)
             seen.add(point.index)
             values = _objective_values(row, objectives)
             if values is None:

@@ -15,6 +15,7 @@ objective are all kept (neither dominates the other).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -64,14 +65,25 @@ def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 def pareto_front(rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> list[Mapping[str, Any]]:
     """The non-dominated feasible rows, in table order.
 
-    Sorted sweep: rows in lexicographic order of their objective vectors can only be
-    dominated by rows before them, so each row is compared with the front found so far
-    (O(n x front) comparisons, exact).
+    Rows with equal objective vectors stand or fall together, so the front is computed on the
+    distinct vectors, sorted: in lexicographic order a vector can only be dominated by one
+    before it. With 2 objectives that is one whose second value is <= its own (a running
+    minimum, O(n log n)); with 3 each vector is compared with the front found so far
+    (O(n x front)). Exact in both cases.
     """
-    feasible = [(v, i) for i, r in enumerate(rows) if (v := objective_values(r, objectives)) is not None]
-    feasible.sort()
-    front: list[tuple[tuple[float, ...], int]] = []
-    for v, i in feasible:
-        if not any(_dominates(f, v) for f, _ in front):
-            front.append((v, i))
-    return [rows[i] for _, i in sorted(front, key=lambda f: f[1])]
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        if (v := objective_values(r, objectives)) is not None:
+            groups.setdefault(v, []).append(i)
+    front: list[tuple[float, ...]] = []
+    if len(objectives) == 2:
+        best = math.inf
+        for v in sorted(groups):
+            if v[1] < best:  # no earlier (smaller or equal first value) vector has second <= v's
+                front.append(v)
+                best = v[1]
+    else:
+        for v in sorted(groups):
+            if not any(_dominates(f, v) for f in front):
+                front.append(v)
+    return [rows[i] for i in sorted(i for v in front for i in groups[v])]

@@ -30,6 +30,13 @@ from dfsearch.study.table import FLOAT_COLUMNS, INT_COLUMNS, METRICS
 __all__ = ["KINDS", "heatmap_figure", "breakdown_figure", "pareto_figure", "roofline_figure", "roofline_points", "save"]
 
 KINDS = ("heatmap", "breakdown", "pareto", "roofline")
+#: image formats of ``--output`` (by extension) when matplotlib cannot be asked (``formats``)
+FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps")
+#: figure limits: a figure's size grows with what it draws, so a large table is refused
+#: (heatmap, breakdown) or drawn without per-point labels (pareto, roofline)
+MAX_PANELS, MAX_VALUES, MAX_BARS, MAX_LABELS = 16, 60, 500, 40
+#: the largest figure side (inches; 120 dots per inch)
+MAX_INCHES = 30.0
 _PREFERRED = ("accelerator", "topology")
 _LABELS = {
     "final_s": "time per batch (s)", "throughput_per_s": "throughput (batches/s)",
@@ -45,6 +52,8 @@ def _figure(**kwargs: Any) -> Any:
         raise SolverUnavailableError(
             "plots need matplotlib: pip install \"dfsearch[plot]\" (or pip install matplotlib)."
         ) from None
+    if "figsize" in kwargs:
+        kwargs["figsize"] = tuple(min(v, MAX_INCHES) for v in kwargs["figsize"])
     return Figure(**kwargs)
 
 
@@ -53,11 +62,43 @@ def _axes_of(header: Sequence[str]) -> list[str]:
 
 
 def _distinct(rows: Sequence[Mapping[str, Any]], name: str) -> list[Any]:
-    seen: list[Any] = []
-    for r in rows:
-        if r[name] not in seen:
-            seen.append(r[name])
-    return seen
+    """The values of column ``name`` in first-seen order (one pass, hashing)."""
+    return list(dict.fromkeys(r[name] for r in rows))
+
+
+def _too_many(kind: str, what: str, count: int, limit: int) -> SpecError:
+    msg = (f"{kind} draws {what}: this table has {count:,}, more than {limit:,} fit in a readable "
+           "figure. Plot a smaller table (a study with fewer values), or choose another --kind.")  # fmt: skip
+    return SpecError(Issue("--kind", msg))
+
+
+def columns_of(kind: str, metric: str) -> tuple[str, ...]:
+    """The metric columns a figure of ``kind`` reads (with ``point`` and the axes)."""
+    return {
+        "heatmap": ("final_s", metric), "breakdown": ("final_s", "compute_ns", "memory_ns", "network_ns"),
+        "pareto": ("final_s", "system_cost", "system_power"),
+        "roofline": ("final_s", "flop_per_chip", "all_config_ii_ns", "dram_bytes_per_chip", "network_bytes_per_chip",
+                     "peak_gflops", "dram_bw_GBps", "link_bw_GBps"),
+    }[kind]  # fmt: skip
+
+
+def formats() -> tuple[str, ...]:
+    """The extensions ``--output`` may have: matplotlib's formats (:data:`FORMATS` without it)."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return FORMATS
+    return tuple(f".{f}" for f in sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def format_problem(path: str | Path) -> str | None:
+    """Why a figure cannot be written to ``path`` (its extension names no format), or None."""
+    suffix = Path(path).suffix.lower()
+    known = formats()
+    if suffix in known:
+        return None
+    got = f"{suffix!r}" if suffix else "no extension"
+    return f"the file extension must name an image format: {', '.join(known)}. Got {got} instead."
 
 
 def _numeric(metric: str) -> None:
@@ -77,18 +118,25 @@ def heatmap_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], met
     others = [a for a in axes if a not in shown]
     ys, xs = _distinct(rows, y_name), _distinct(rows, x_name)
     panels = list(itertools.product(*[_distinct(rows, o) for o in others])) or [()]
+    if len(panels) > MAX_PANELS:
+        raise _too_many("heatmap", f"one panel per combination of {', '.join(others)}", len(panels), MAX_PANELS)
+    for name, values in ((y_name, ys), (x_name, xs)):
+        if len(values) > MAX_VALUES:
+            raise _too_many("heatmap", f"one row or column per value of {name}", len(values), MAX_VALUES)
     cols = min(len(panels), 2)
     nrows = math.ceil(len(panels) / cols)
     width = max(5.5, 0.8 * len(xs) + 3.0)
     fig = _figure(figsize=(width * cols, 0.5 * len(ys) * nrows + 2.0 * nrows), layout="constrained")
     values = [r[metric] for r in rows if r[metric] is not None]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    grids = {key: [[math.nan] * len(xs) for _ in ys] for key in panels}
+    y_at, x_at = {y: i for i, y in enumerate(ys)}, {x: i for i, x in enumerate(xs)}
+    for r in rows:
+        if r[metric] is not None:
+            grids[tuple(r[o] for o in others)][y_at[r[y_name]]][x_at[r[x_name]]] = float(r[metric])
     for i, key in enumerate(panels):
         ax = fig.add_subplot(nrows, cols, i + 1)
-        grid = [[math.nan] * len(xs) for _ in ys]
-        for r in rows:
-            if tuple(r[o] for o in others) == key and r[metric] is not None:
-                grid[ys.index(r[y_name])][xs.index(r[x_name])] = float(r[metric])
+        grid = grids[key]
         image = ax.imshow(grid, cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
         ax.set_xticks(range(len(xs)), [str(x) for x in xs])
         ax.set_yticks(range(len(ys)), [str(y) for y in ys])
@@ -113,6 +161,8 @@ def breakdown_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) -
     """Stacked fractions of compute, memory and network time per feasible point."""
     axes = _axes_of(header)
     feasible = [r for r in rows if r["final_s"] is not None]
+    if len(feasible) > MAX_BARS:
+        raise _too_many("breakdown", "one bar per feasible point", len(feasible), MAX_BARS)
     fig = _figure(figsize=(max(6.0, 0.3 * len(feasible) + 2.0), 4.5), layout="constrained")
     ax = fig.add_subplot()
     bottom = [0.0] * len(feasible)
@@ -148,7 +198,7 @@ def pareto_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], obje
     ax.plot([value(r, x_name) for r in ordered], [value(r, y_name) for r in ordered], "o-",
             color="tab:red", label=f"Pareto front ({', '.join(objectives)})")  # fmt: skip
     axes = _axes_of(header)
-    for r in ordered:
+    for r in ordered[:MAX_LABELS]:  # a label per front point while they stay readable
         ax.annotate(_point_label(r, axes), (value(r, x_name), value(r, y_name)), fontsize=6)
     unit = {"throughput": "throughput (batches/s)", "cost": "system cost ($)", "power": "system power (W)"}
     ax.set_xlabel(unit[x_name])
@@ -185,7 +235,7 @@ def roofline_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) ->
     if "flop_per_chip" not in header:
         raise SpecError(Issue("--kind", "roofline needs the columns flop_per_chip, dram_bytes_per_chip, ... of a table written by this version of 'dfsearch sweep'; run the sweep again with --fresh."))
     axes = _axes_of(header)
-    group = axes[0] if axes else None
+    group = axes[0] if axes and len(_distinct(rows, axes[0])) <= MAX_LABELS else None
     fig = _figure(figsize=(11.0, 4.5), layout="constrained")
     colours = itertools.cycle(f"C{i}" for i in range(10))
     colour = {g: next(colours) for g in (_distinct(rows, group) if group else [None])}
@@ -212,7 +262,19 @@ def roofline_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) ->
 
 
 def save(fig: Any, path: str | Path) -> None:
+    """Write ``fig`` to ``path`` (its format from the extension: :func:`format_problem`).
+
+    Raises
+    ------
+    SpecError
+        The extension names no format, or the file cannot be written (exit 2).
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    if (problem := format_problem(path)) is not None:
+        raise SpecError(Issue("--output", f"{path}: {problem}"))
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=120)
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        raise SpecError(Issue("--output", f"{path}: cannot write: {e.strerror or e}.")) from None

@@ -14,23 +14,38 @@ only, so the table is the same for any ``jobs`` except the ``seconds`` column.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dfsearch.errors import Issue, SpecError
 from dfsearch.spec import Spec
+from dfsearch.study.folder import folder_lock, output_folder
 from dfsearch.study.study import Point, Study, cell
-from dfsearch.study.table import TableWriter, columns, drop_partial_line, read_table, table_path
+from dfsearch.study.table import (
+    TableReader,
+    TableWriter,
+    axis_value,
+    cell_text,
+    columns,
+    drop_partial_line,
+    table_path,
+)
 
 __all__ = ["Task", "SweepSummary", "SweepInterrupted", "run_point", "sweep", "point_digest"]
 
 #: progress(done, total, elapsed_s, ran): called after each point written
 Progress = Callable[[int, int, float, int], None]
+#: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
+CTRL_C = "ctrl_c"
+#: the study fingerprint of the table in the folder (see ``_resume``)
+STAMP_NAME = ".dfsearch-study"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +76,9 @@ class SweepSummary:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-class SweepInterrupted(Exception):
-    """Ctrl-C: the rows written so far stay; running the sweep again resumes."""
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C: the rows written so far stay; running the sweep again resumes. A
+    ``KeyboardInterrupt``, so that code catching ``Exception`` does not swallow it."""
 
     def __init__(self, written: int, total: int) -> None:
         super().__init__(f"interrupted after {written} of {total} points; run the same command again to resume.")
@@ -84,6 +100,8 @@ def run_point(task: Task) -> dict[str, Any]:
 
     result = search(task.spec, seed=task.seed)
     row = _metrics(result)
+    if result.search.stopped_by == "interrupted":
+        row[CTRL_C] = True  # Ctrl-C came during this point (the row may still be complete)
     if result.evaluation is not None:
         row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
     return row
@@ -135,40 +153,141 @@ def _metrics(result: Any) -> dict[str, Any]:
     return row
 
 
-def _prepare(study: Study) -> tuple[list[Point], list[Task], list[str]]:
-    """Every kept point with its validated spec, seed and digest (all checked before any
-    search runs: bad input fails at once)."""
-    points = study.points()
-    tasks, digests = [], []
-    for p in points:
+def _tasks(study: Study, done: AbstractSet[int]) -> Iterator[tuple[Point, str, Task]]:
+    """Each kept point not yet in the table, with its validated spec, seed and digest, built
+    only when the sweep reaches it (a million-point study starts at once; a bad point fails
+    when reached, after the rows before it are written)."""
+    for p in study.iter_points():
+        if p.index in done:
+            continue
         spec = study.point_spec(p)
         seed = study.seed if study.seed is not None else spec.search.seed
-        tasks.append(Task(p.index, spec, seed))
-        digests.append(point_digest(spec, seed))
-    return points, tasks, digests
+        yield p, point_digest(spec, seed), Task(p.index, spec, seed)
 
 
-def _done_points(path: Path, header: list[str], digests: dict[int, str], fresh: bool, file: str) -> set[int]:
-    """Points already in the table; refuse a table another study wrote."""
-    if not path.exists():
-        return set()
-    if fresh:
-        path.unlink()
-        return set()
-    drop_partial_line(path)
-    old_header, rows = read_table(path)
+def precheck(study: Study, limit: int = 1000) -> int:
+    """Build, before any search, one point per axis value (that value, the other axes at
+    their first value; ``zip``: the first ``limit`` positions) when the filters keep it, so
+    a bad value fails at once rather than when the sweep reaches it. At most ``limit``
+    points, whatever the study's size. Returns the number built.
+
+    Raises
+    ------
+    SpecError
+        One of these points breaks a rule.
+    """
+    if study.combine == "zip":
+        choices = [(i,) for i in range(min(study.size(), limit))]
+    else:
+        choices = [tuple(j if k == i else 0 for k in range(len(study.axes)))
+                   for i, a in enumerate(study.axes) for j in range(len(a.values))]  # fmt: skip
+        choices = list(dict.fromkeys(choices or [()]))[:limit]
+    built = 0
+    for choice in choices:
+        point = study.point_of(choice)
+        if study.kept(point):
+            study.point_spec(point)
+            built += 1
+    return built
+
+
+def study_fingerprint(study: Study) -> str:
+    """A digest of everything a point's spec depends on besides its axis values (the base
+    spec, its defaults and included files as loaded, the edits, networks, area, seed, axes,
+    filters) and of the dfsearch version: equal fingerprints mean every row of the table is
+    still right when its axis values match."""
+    from dfsearch import __version__
+
+    data = [__version__, study.base_data, study.defaults, list(study.fixed), study.combine,
+            [[a.name, list(a.values)] for a in study.axes], [c.text for c in study.filters],
+            study.seed, dict(study.network_sizes), study.area]  # fmt: skip
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    done: AbstractSet[int]  #: the points in the table (a set, not copied: a long table's ids)
+    feasible: int  #: rows of ``done`` with a feasible mapping
+
+
+def _row_checker(study: Study, path: Path, hint: str, filters: bool) -> Callable[[dict[str, Any]], None]:
+    """A check of a row already in the table: a point of the study with the same axis values
+    and (``filters``) one the filters keep. Cheap: no spec is built, each axis value is
+    converted once."""
+    typed = [[axis_value(cell_text(cell(v))) for v in a.values] for a in study.axes]
+    names = [a.name for a in study.axes]
+    size = study.size()
+
+    def check(row: dict[str, Any]) -> None:
+        index = row["point"]
+        ok = index < size
+        if ok and study.combine == "zip":
+            ok = all(row[n] == t[index] for n, t in zip(names, typed))
+        elif ok:
+            rest = index
+            for n, t in zip(reversed(names), reversed(typed)):
+                rest, c = divmod(rest, len(t))
+                ok = ok and row[n] == t[c]
+        if not ok or (filters and not study.kept(study.point_at(index))):  # type: ignore[arg-type]
+            msg = f"{path}: the row of point {index} is not a point of this study (its axes or filters changed). {hint}"
+            raise SpecError(Issue("", msg), file=study.file)
+
+    return check
+
+
+def _check_digest(study: Study, row: dict[str, Any], path: Path, hint: str) -> None:
+    """Rebuild the row's point and compare its digest with the row's."""
+    point = study.point_at(row["point"])
+    assert point is not None
+    spec = study.point_spec(point)
+    seed = study.seed if study.seed is not None else spec.search.seed
+    if point_digest(spec, seed) != row["digest"]:
+        msg = f"{path}: the row of point {row['point']} was computed for another spec or seed (the study, its base spec or an included file changed). {hint}"
+        raise SpecError(Issue("", msg), file=study.file)
+
+
+def _resume(study: Study, path: Path, header: list[str], fresh: bool) -> _Resumed:
+    """The points already in the table; refuse a table another study wrote.
+
+    Every row's axis values are checked against the study; the digest of the first row is
+    checked by rebuilding its point, and of every row only when the study's fingerprint
+    (``.dfsearch-study``, written after a check) differs: a resume rebuilds nothing done."""
+    stamp = path.parent / STAMP_NAME
+    fingerprint = study_fingerprint(study)
+    if path.exists() and not path.is_file():
+        raise SpecError(Issue("", f"{path} is not a regular file; expected the results table."), file=study.file)
+    try:
+        if fresh:
+            path.unlink(missing_ok=True)
+        if not path.exists():
+            _write_stamp(stamp, fingerprint, study.file)
+            return _Resumed(set(), 0)
+        drop_partial_line(path)
+        trusted = stamp.is_file() and stamp.read_text(errors="replace").strip() == fingerprint
+    except OSError as e:
+        raise SpecError(Issue("", f"{path}: cannot update: {e.strerror or e}."), file=study.file) from None
     hint = "Use --fresh to start the table anew, or another output folder."
-    if old_header and old_header != header:
-        msg = f"{path} has the columns of another study ({', '.join(old_header[:6])}, ...). {hint}"
-        raise SpecError(Issue("", msg), file=file)
-    done = set()
-    for row in rows:
-        if digests.get(row["point"]) != row["digest"]:
-            what = "is not a point of this study" if row["point"] not in digests else "was computed for another spec or seed"
-            msg = f"{path}: the row of point {row['point']} {what} (the study, its base spec or an included file changed). {hint}"
-            raise SpecError(Issue("", msg), file=file)
-        done.add(row["point"])
-    return done
+    done: set[int] = set()
+    feasible = 0
+    check = _row_checker(study, path, hint, filters=not trusted)  # same fingerprint, same filters
+    with TableReader(path) as reader:
+        if reader.header and reader.header != header:
+            msg = f"{path} has the columns of another study ({', '.join(reader.header[:6])}, ...). {hint}"
+            raise SpecError(Issue("", msg), file=study.file)
+        for row in reader.rows(seen=done):  # adds each row's point to done
+            check(row)
+            if not trusted or len(done) == 1:
+                _check_digest(study, row, path, hint)
+            feasible += row["final_s"] is not None
+    _write_stamp(stamp, fingerprint, study.file)
+    return _Resumed(done, feasible)
+
+
+def _write_stamp(stamp: Path, fingerprint: str, file: str) -> None:
+    try:
+        stamp.write_text(fingerprint + "\n")
+    except OSError as e:
+        raise SpecError(Issue("", f"{stamp}: cannot write: {e.strerror or e}."), file=file) from None
 
 
 def sweep(
@@ -181,62 +300,102 @@ def sweep(
     progress: Progress | None = None,
 ) -> SweepSummary:
     """Run every point of ``study`` not yet in ``folder/results.csv`` and append its row.
+    Points are built and searched one after the other (with ``jobs`` > 1 or ``dask``, a few
+    ahead of the workers), never all at once.
 
     Raises
     ------
     SpecError
-        A point's spec is invalid, or the table was written by another study (see module
-        docstring).
+        A point's spec is invalid, the output folder cannot be written or another sweep
+        holds it, or the table was written by another study (see module docstring).
     SweepInterrupted
         Ctrl-C; the rows written so far stay.
     """
     t0 = time.perf_counter()
-    points, tasks, digests = _prepare(study)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = table_path(folder)
-    header = columns(a.name for a in study.axes)
-    by_index = {p.index: d for p, d in zip(points, digests)}
-    done = _done_points(path, header, by_index, fresh, study.file)
-    todo = [(p, t, d) for p, t, d in zip(points, tasks, digests) if p.index not in done]
-    backend = "dask" if dask else ("process-pool" if jobs > 1 and len(todo) > 1 else "in-process")
-    written = 0
-    with TableWriter(path, header) as table:
-        for (p, _, d), metrics in zip(todo, _results([t for _, t, _ in todo], jobs, dask)):
-            if metrics["status"] == "interrupted":
-                raise SweepInterrupted(len(done) + written, len(points))
-            axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
-            table.write({"point": p.index, **axes, **metrics, "digest": d})
-            written += 1
-            if progress is not None:
-                progress(len(done) + written, len(points), time.perf_counter() - t0, written)
-    _write_parquet(path)
-    _, rows = read_table(path)
-    feasible = sum(r["final_s"] is not None for r in rows)
-    return SweepSummary(study.file, str(path), len(points), len(done), written, feasible,
-                        len(rows) - feasible, time.perf_counter() - t0, jobs, backend)  # fmt: skip
+    precheck(study)
+    folder = output_folder(folder)
+    with folder_lock(folder):
+        path = table_path(folder)
+        header = columns(a.name for a in study.axes)
+        resumed = _resume(study, path, header, fresh)
+        before = len(resumed.done)
+        total = _total(study)
+        backend = "dask" if dask else ("process-pool" if jobs > 1 else "in-process")
+        written = feasible = 0
+        with TableWriter(path, header) as table:
+            try:
+                for (p, d), metrics in _results(_tasks(study, resumed.done), jobs, dask):
+                    if metrics["status"] == "interrupted":
+                        raise SweepInterrupted(before + written, total)
+                    axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
+                    table.write({"point": p.index, **axes, **metrics, "digest": d})
+                    written += 1
+                    feasible += metrics.get("final_s") is not None
+                    if metrics.get(CTRL_C):
+                        raise SweepInterrupted(before + written, total)
+                    if progress is not None:
+                        progress(before + written, max(total, before + written), time.perf_counter() - t0, written)
+            except KeyboardInterrupt as exc:  # Ctrl-C between two points: say how far it got
+                if isinstance(exc, SweepInterrupted):
+                    raise
+                raise SweepInterrupted(before + written, total) from None
+        _write_parquet(path)
+    feasible += resumed.feasible
+    return SweepSummary(study.file, str(path), before + written, before, written, feasible,
+                        before + written - feasible, time.perf_counter() - t0, jobs, backend)  # fmt: skip
 
 
-def _results(tasks: list[Task], jobs: int, dask: str | None) -> Iterator[dict[str, Any]]:
-    """Each task's metrics, in task order."""
+def _total(study: Study) -> int:
+    """The points of the study after filters, counted when the filters read axis values
+    only (cheap); else the count before filters (an upper bound, for the progress line)."""
+    if not study.filters or study.filters_read_fields():
+        return study.size()
+    return sum(1 for _ in study.iter_points())
+
+
+Item = tuple[Point, str, Task]
+
+
+def _results(items: Iterator[Item], jobs: int, dask: str | None) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
+    """Each item's (point, digest) and metrics, in item order."""
     if dask:
         from dfsearch.study.distributed import dask_results
 
-        yield from dask_results(tasks, dask)
-    elif jobs > 1 and len(tasks) > 1:
-        yield from _pool_results(tasks, jobs)
+        yield from dask_results(items, dask)
+    elif jobs > 1:
+        yield from _pool_results(items, jobs)
     else:
-        for t in tasks:
-            yield run_point(t)
+        for p, d, t in items:
+            yield (p, d), run_point(t)
 
 
-def _pool_results(tasks: list[Task], jobs: int) -> Iterator[dict[str, Any]]:
+def _worker_ignores_ctrl_c() -> None:
+    """In a pool worker: Ctrl-C at a terminal reaches the whole process group, and a worker
+    it stopped while waiting for a task would die holding the task queue's lock (the pool's
+    terminate then waits for ever). Workers ignore it; the parent stops them. A search in a
+    worker still polls its own flag (``engine._ctrl_c_sets_flag``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pool_results(items: Iterator[Item], jobs: int) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
+    """A process pool fed a few tasks ahead (2 per worker), so that the tasks in memory stay
+    bounded however many points the study has."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
-    pool = ctx.Pool(min(jobs, len(tasks)))
+    pool = ctx.Pool(jobs, initializer=_worker_ignores_ctrl_c)
+    pending: collections.deque = collections.deque()
     try:
-        yield from pool.imap(run_point, tasks, chunksize=1)
+        for p, d, t in items:
+            pending.append(((p, d), pool.apply_async(run_point, (t,))))
+            if len(pending) >= 2 * jobs:
+                key, result = pending.popleft()
+                yield key, result.get()
+        while pending:
+            key, result = pending.popleft()
+            yield key, result.get()
         pool.close()
     except BaseException:
         pool.terminate()

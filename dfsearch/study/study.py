@@ -33,8 +33,9 @@ import copy
 import difflib
 import itertools
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,53 @@ class Study:
 
     def all_points(self) -> list[Point]:
         """Every combination of the axes' values (before filters)."""
-        lists = [a.values for a in self.axes]
-        combos = zip(*lists) if self.combine == "zip" else itertools.product(*lists)
-        return [Point(i, tuple(c)) for i, c in enumerate(combos)]
+        return list(self.iter_all_points())
 
     def points(self) -> list[Point]:
         """The points the filters keep, in order."""
-        return [p for p in self.all_points() if self._kept(p)]
+        return list(self.iter_points())
+
+    def iter_all_points(self) -> Iterator[Point]:
+        """:meth:`all_points` one at a time (nothing built ahead)."""
+        lists = [a.values for a in self.axes]
+        combos = zip(*lists) if self.combine == "zip" else itertools.product(*lists)
+        return (Point(i, tuple(c)) for i, c in enumerate(combos))
+
+    def iter_points(self) -> Iterator[Point]:
+        """:meth:`points` one at a time: a study of a million points starts at once."""
+        return (p for p in self.iter_all_points() if self._kept(p))
+
+    def size(self) -> int:
+        """The number of points before filters (without enumerating them)."""
+        if not self.axes:
+            return 1
+        if self.combine == "zip":
+            return min(len(a.values) for a in self.axes)
+        return math.prod(len(a.values) for a in self.axes)
+
+    def filters_read_fields(self) -> bool:
+        """Whether a filter names a spec field (then a point's spec data is built to test it)."""
+        names = {a.name for a in self.axes}
+        return any(c.name not in names for c in self.filters)
+
+    def point_at(self, index: int) -> Point | None:
+        """The point of index ``index`` in :meth:`all_points` (None when out of range),
+        computed without enumerating.
+
+        >>> s = Study("s.toml", Path("b.toml"), {}, {}, (Axis("a", (1, 2), False), Axis("b", (3, 4, 5), False)),
+        ...           "cross", (), (), None, "s")
+        >>> s.point_at(5), s.point_at(6)
+        (Point(index=5, values=(2, 5)), None)
+        """
+        if not 0 <= index < self.size():
+            return None
+        if self.combine == "zip":
+            return self.point_of((index,))
+        choice, rest = [], index
+        for axis in reversed(self.axes):
+            rest, c = divmod(rest, len(axis.values))
+            choice.append(c)
+        return self.point_of(tuple(reversed(choice)))
 
     def point_of(self, choice: tuple[int, ...]) -> Point:
         """The point taking value ``choice[i]`` of axis i (cross) or the ``choice[0]``-th
@@ -328,8 +369,8 @@ def _axes(table: Any, combine: str, issues: list[Issue]) -> tuple[Axis, ...]:
         elif preset:
             known = catalogue.PRESETS[name]
             for i, v in enumerate(values):
-                if v not in known:
-                    issues.append(Issue(f"{where}[{i}]", f"must be one of {', '.join(map(repr, known))} (docs/studies.md, catalogue). Got {v!r} instead."))
+                if not isinstance(v, str) or v not in known:
+                    issues.append(Issue(f"{where}[{i}]", f"must be one of {', '.join(map(repr, known))} (a preset name: docs/studies.md, catalogue). Got {v!r} instead."))
         elif not _PATH.match(name):
             issues.append(Issue(where, "is neither a catalogue axis (accelerator, memory, topology, interconnect, style) nor a field path such as \"system.memory.dram_bw_GBps\"."))
         cells = [json.dumps(cell(v)) for v in values]

@@ -8,15 +8,18 @@ checks that every row already in the table still describes the same point.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import io
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", "read_table", "table_path"]
+from dfsearch.codes import RunStatus
+from dfsearch.errors import Issue, SpecError
+
+__all__ = ["METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", "TableReader", "read_table", "table_path"]
 
 #: metric columns, in order (units in docs/studies.md)
 METRICS = (
@@ -35,6 +38,7 @@ FLOAT_COLUMNS = frozenset({
 INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed"})
 
 CSV_NAME = "results.csv"
+_METRIC_SET = frozenset(METRICS) | {"point"}
 
 
 def table_path(folder: str | Path) -> Path:
@@ -45,7 +49,7 @@ def columns(axis_names: Iterable[str]) -> list[str]:
     return ["point", *axis_names, *METRICS]
 
 
-def _text(value: Any) -> str:
+def cell_text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -57,28 +61,39 @@ def _text(value: Any) -> str:
 
 class TableWriter:
     """Appends rows to ``results.csv`` (header first if the file is new), flushing and
-    syncing each row so a killed sweep loses at most the row being written."""
+    syncing each row so a killed sweep loses at most the row being written. A failed write
+    (disk full, file system gone read-only) is a :class:`SpecError` naming the file; the
+    rows before it stay (a resumed sweep drops a partly written last row)."""
 
     def __init__(self, path: Path, header: list[str]) -> None:
         self.path = path
         self.header = header
-        new = not path.exists() or path.stat().st_size == 0
-        self._file = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        try:
+            new = not path.exists() or path.stat().st_size == 0
+            self._file = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except OSError as e:
+            raise self._error(e) from None
         self._csv = csv.writer(self._file, lineterminator="\n")
         if new:
-            self._csv.writerow(header)
-            self._flush()
+            self._put(header)
+
+    def _error(self, e: OSError) -> SpecError:
+        return SpecError(Issue("", f"cannot write: {e.strerror or e}. The rows written before stay; run the same command again to resume once it can be written."), file=str(self.path))
 
     def write(self, row: Mapping[str, Any]) -> None:
-        self._csv.writerow([_text(row.get(c)) for c in self.header])
-        self._flush()
+        self._put([cell_text(row.get(c)) for c in self.header])
 
-    def _flush(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+    def _put(self, cells: list[str]) -> None:
+        try:
+            self._csv.writerow(cells)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as e:
+            raise self._error(e) from None
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # a failed write already said why
+            self._file.close()
 
     def __enter__(self) -> TableWriter:
         return self
@@ -87,55 +102,231 @@ class TableWriter:
         self.close()
 
 
-def _typed(column: str, text: str) -> Any:
+def drop_partial_line(path: Path) -> None:
+    """Cut a last line without its newline (a row interrupted mid-write), reading only the
+    file's end (a table may be large)."""
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        pos = end
+        while pos > 0:
+            step = min(pos, 65536)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            if pos == end and chunk.endswith(b"\n"):
+                return
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(pos - step + cut + 1)
+                return
+            pos -= step
+        f.truncate(0)  # no complete line at all
+
+
+# ----------------------------------------------------------------------------- reading
+#: statuses a row may carry (``RunStatus`` labels)
+_STATUSES = RunStatus.labels()
+#: columns a feasible row (``final_s`` set) always has
+_FEASIBLE_NEEDS = ("system_cost", "system_power")
+_NOT_A_TABLE = "Expected a results table written by 'dfsearch sweep' (docs/studies.md, results table)."
+
+
+class TableReader:
+    """A results table read row by row, each row checked: the header has ``point`` first,
+    distinct non-empty names and every metric column; a row has one cell per column; point
+    ids are distinct integers >= 0; integer, number and status columns hold what they
+    should; the file is UTF-8. Any problem is a :class:`SpecError` (exit 2) naming the file,
+    the line and the column. A last line without its line end (a row cut by a killed sweep)
+    is not a row: :attr:`cut_line` gives its number once the rows are read.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
+    >>> _ = p.write_text("point,a\\n")
+    >>> TableReader(p).header  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dfsearch.errors.SpecError: .../results.csv: line 1 lacks the columns status, final_s, ...
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.cut_line: int | None = None
+        self._line = 0
+        try:
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as e:
+            raise SpecError(Issue("", f"cannot be read: {e.strerror or e}."), file=str(self.path)) from None
+        self._csv = csv.reader(self._lines(), strict=True)
+        try:
+            self.header = self._next() or []
+        except BaseException:
+            self.close()
+            raise
+        if self.header:
+            self._check_header()
+
+    def _fail(self, where: str, message: str, line: int | None = None) -> SpecError:
+        return SpecError(Issue(f"line {line or self._line}{where}", message), file=str(self.path))
+
+    def _lines(self) -> Iterator[str]:
+        for n, raw in enumerate(self._file, 1):
+            if not raw.endswith(b"\n"):
+                self.cut_line = n
+                return
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                msg = f"is not UTF-8 text (byte {raw[e.start]:#04x} at character {e.start + 1}). {_NOT_A_TABLE}"
+                raise self._fail("", msg, n) from None
+            yield text[1:] if n == 1 and text.startswith("\ufeff") else text
+
+    def _next(self) -> list[str] | None:
+        start = self._csv.line_num + 1
+        try:
+            cells = next(self._csv, None)
+        except csv.Error as e:
+            raise self._fail("", f"is not valid CSV ({e}). {_NOT_A_TABLE}", start) from None
+        self._line = start
+        return cells
+
+    def _check_header(self) -> None:
+        h = self.header
+        if h[0] != "point":
+            raise self._fail(", column 1", f"must be 'point'. Got {h[0]!r} instead. {_NOT_A_TABLE}")
+        for i, name in enumerate(h):
+            if not name.strip() or name in h[:i]:
+                what = "is empty" if not name.strip() else f"repeats the column {name!r}"
+                raise self._fail(f", column {i + 1}", f"{what}: every column needs its own name. {_NOT_A_TABLE}")
+        missing = [m for m in METRICS if m not in h]
+        if missing:
+            raise self._fail("", f"lacks the columns {', '.join(missing)}: not a table of this version of 'dfsearch sweep'. {_NOT_A_TABLE}")
+        self._converters = [(name, _converter(name)) for name in h]
+
+    def rows(self, seen: set[int] | None = None, keep: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """The rows in file order, typed (``None`` for an empty cell); each checked. ``seen``
+        (filled with the point ids read) may be given to keep them after the reading; ``keep``
+        names the columns each row holds (default all: a long table takes less memory with
+        only the columns a command uses; every cell is checked either way)."""
+        seen = set() if seen is None else seen
+        wanted = None if keep is None else {"point", *keep}
+        while (cells := self._next()) is not None:
+            if cells == []:
+                continue  # a blank line
+            row = self._row(cells)
+            if wanted is not None:
+                row = {k: v for k, v in row.items() if k in wanted}
+            if row["point"] in seen:
+                first = self._first_line(row["point"])
+                raise self._fail(", column 'point'", f"repeats point {row['point']} (already on line {first}): each point has one row.")
+            seen.add(row["point"])
+            yield row
+
+    def _row(self, cells: list[str]) -> dict[str, Any]:
+        if len(cells) != len(self.header):
+            raise self._fail("", f"has {len(cells)} cells; the header has {len(self.header)} columns.")
+        row = {}
+        for (name, convert), text in zip(self._converters, cells):
+            try:
+                row[name] = convert(text)
+            except ValueError as e:
+                raise self._fail(f", column {name!r}", f"{e}. Got {text!r} instead.") from None
+        if row["final_s"] is not None:
+            for name in _FEASIBLE_NEEDS:
+                if row[name] is None:
+                    raise self._fail(f", column {name!r}", "is empty, but final_s is set: a feasible row has its cost and power.")
+        return row
+
+    def _first_line(self, point: int) -> int:
+        with TableReader(self.path) as again:
+            for r in again.rows():
+                if r["point"] == point:
+                    return again._line
+        return 0
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> TableReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _int_cell(text: str) -> int | None:
     if text == "":
         return None
-    if column in INT_COLUMNS:
-        return int(text)
-    if column in FLOAT_COLUMNS:
-        return float(text)
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError("must be an integer >= 0")
+    return int(text)
+
+
+def _point_cell(text: str) -> int:
+    if text == "":
+        raise ValueError("must not be empty")
+    return int(_int_cell(text))  # type: ignore[arg-type]
+
+
+def _float_cell(text: str, positive: bool = False) -> float | None:
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise ValueError("must be a finite number" + (" > 0" if positive else "") + " or empty")
+    return value
+
+
+def _status_cell(text: str) -> str:
+    if text not in _STATUSES:
+        raise ValueError("must not be empty" if text == "" else f"must be one of {', '.join(_STATUSES)}")
     return text
 
 
-def _axis_value(text: str) -> Any:
-    """An axis cell back as a number where it reads as one, else the word."""
+def _text_cell(text: str) -> str | None:
+    return text if text != "" else None
+
+
+def _converter(column: str) -> Callable[[str], Any]:
+    """How a cell of ``column`` is read (and checked)."""
+    if column == "point":
+        return _point_cell
+    if column == "status":
+        return _status_cell
+    if column == "final_s":
+        return lambda text: _float_cell(text, positive=True)
+    if column in INT_COLUMNS:
+        return _int_cell
+    if column in FLOAT_COLUMNS:
+        return _float_cell
+    return _text_cell if column in _METRIC_SET else axis_value
+
+
+def axis_value(text: str) -> Any:
+    """An axis cell back as a number where it reads as one (not nan or inf), else the word."""
     for kind in (int, float):
         try:
-            return kind(text)
+            value = kind(text)
         except ValueError:
-            pass
+            continue
+        if math.isfinite(value):
+            return value
     return {"true": True, "false": False}.get(text, text)
 
 
 def read_table(path: str | Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """The header and the complete rows of a results table (a last line cut by a kill,
-    without its newline, is dropped; :func:`drop_partial_line` removes it from the file).
+    """The header and every complete row of a results table (checked: :class:`TableReader`;
+    an empty file has no header and no rows).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
     >>> with TableWriter(p, columns(["accelerator"])) as w:
-    ...     w.write({"point": 0, "accelerator": "h100", "status": "optimal", "final_s": 1.5})
+    ...     w.write({"point": 0, "accelerator": "h100", "status": "optimal", "final_s": 1.5,
+    ...              "system_cost": 1.0, "system_power": 2.0})
     >>> header, rows = read_table(p)
     >>> rows[0]["accelerator"], rows[0]["final_s"], rows[0]["tp"]
     ('h100', 1.5, None)
     """
-    text = Path(path).read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, [])
-    metrics = set(METRICS) | {"point"}
-    rows = []
-    for cells in reader:
-        if len(cells) != len(header):
-            continue
-        rows.append({c: (_typed(c, t) if c in metrics else _axis_value(t)) for c, t in zip(header, cells)})
-    return header, rows
-
-
-def drop_partial_line(path: Path) -> None:
-    """Cut a last line without its newline (a row interrupted mid-write)."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with open(path, "r+b") as f:
-            f.truncate(data.rfind(b"\n") + 1)
+    with TableReader(path) as reader:
+        return reader.header, list(reader.rows())
