@@ -633,11 +633,13 @@ def sweep(
             from dfsearch.study.nsga import DEFAULT_OBJECTIVES, nsga_sweep
 
             objectives = objectives or DEFAULT_OBJECTIVES
-            summary = nsga_sweep(s, output, trials=trials, seed=sample_seed, objectives=objectives, fresh=fresh,
-                                 progress=commands.progress_printer() if show else None)  # fmt: skip
+            with _compile_notice(show):
+                summary = nsga_sweep(s, output, trials=trials, seed=sample_seed, objectives=objectives,
+                                     fresh=fresh, progress=commands.progress_printer() if show else None)  # fmt: skip
         else:
-            summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
-                                progress=commands.progress_printer() if show else None)  # fmt: skip
+            with _compile_notice(show and jobs == 1 and not dask):  # workers compile on their own
+                summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
+                                    progress=commands.progress_printer() if show else None)  # fmt: skip
     except DfsearchError as exc:
         raise _fail(exc) from None
     except (SweepInterrupted, KeyboardInterrupt) as exc:
