@@ -80,9 +80,9 @@ def point_digest(spec: Spec, seed: int) -> str:
 
 def run_point(task: Task) -> dict[str, Any]:
     """Search one point and return its metric cells (the worker function)."""
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run
 
-    result = search(task.spec, seed=task.seed)
+    result = run(task.spec, seed=task.seed)
     row = _metrics(result)
     if result.evaluation is not None:
         row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
