@@ -131,3 +131,20 @@ def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (r.status is RunStatus.OPTIMAL) == proven
     assert math.isfinite(r.evaluation.final_ns)
     assert plan.kind_of(random_spec(3)).name == "single"
+
+
+# ---- every entry point sees every plan -----------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_run_api_and_a_one_point_sweep_give_the_same_numbers(path: Path) -> None:
+    """``dfsearch run`` (``api.run``) and the sweep's worker on the same point (a one-point
+    sweep) run the same plan and give the same cells (the search's seconds aside)."""
+    from dfsearch.study.runner import Task, _metrics, roofline_cells, run_point
+
+    spec = api.load(path)
+    r = api.run(spec)
+    want = _metrics(r) | roofline_cells(r.evaluation, spec.system.network[0].link_bw_GBps)
+    got = run_point(Task(0, spec, spec.search.seed))
+    assert {k: v for k, v in got.items() if k != "seconds"} == {
+        k: v for k, v in want.items() if k != "seconds"}  # fmt: skip
+    assert r.plan == plan.kind_of(spec).name
