@@ -141,16 +141,6 @@ def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
     SpecError
         Bad spec or mapping file.
     """
-    from dfsearch.cost.model import evaluate as _evaluate
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import evaluate_staged, is_staged
-    from dfsearch.mapping import load_mapping, load_partitioned_mapping, load_staged_mapping
+    from dfsearch import plan
 
-    spec = load(source)
-    if is_partitioned(spec):
-        d, plan, kept = load_partitioned_mapping(mapping, spec)
-        return _evaluate(kept, d), plan
-    if is_staged(spec):
-        m = load_staged_mapping(mapping, spec)
-        return evaluate_staged(spec, m.decisions, m.stage_layers)
-    return _evaluate(spec, load_mapping(mapping, spec)), None
+    return plan.evaluate_mapping(load(source), mapping)

@@ -21,9 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from dfsearch.codes import RunStatus
+from dfsearch.cost.model import Evaluation
 from dfsearch.placement import Placement
 from dfsearch.result import PhaseResult, RunResult
 from dfsearch.search.strategies.base import Progress
@@ -133,6 +135,11 @@ class PlanKind(Protocol):
     def search(self, spec: Spec, *, seed: int | None, time_limit_s: float | None,
                max_evaluations: int | None, progress: Progress | None) -> RunResult:
         """The best mapping of the plan; ``result.phases`` holds its phases' results."""
+        ...
+
+    def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, Any]:
+        """The mapping file ``mapping`` evaluated on ``spec`` (``dfsearch eval``): (the
+        evaluation, the kind's plan record: ``StagePlan``, ``PartitionPlan`` or None)."""
         ...
 
 

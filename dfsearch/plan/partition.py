@@ -6,8 +6,11 @@ which every stage runs, is searched as one phase pinned to the shape
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from dfsearch.cost.partition import is_partitioned
+from dfsearch.cost.model import Evaluation, evaluate
+from dfsearch.cost.partition import PartitionPlan, is_partitioned
+from dfsearch.mapping import load_partitioned_mapping
 from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.result import RunResult
 from dfsearch.search.partition import search_partitioned
@@ -35,6 +38,12 @@ class Partition:
                max_evaluations: int | None = None, progress: Progress | None = None) -> RunResult:
         return search_partitioned(spec, seed=seed, time_limit_s=time_limit_s,
                                   max_evaluations=max_evaluations, progress=progress)  # fmt: skip
+
+
+    def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, PartitionPlan]:
+        """The mapping file's partition evaluated on ``spec``: its kept partition's decision."""
+        d, plan, kept = load_partitioned_mapping(mapping, spec)
+        return evaluate(kept, d), plan
 
 
 PARTITION = Partition()

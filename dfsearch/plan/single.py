@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from dfsearch.cost.model import Evaluation, evaluate
+from dfsearch.mapping import load_mapping
 from dfsearch.plan.base import Phase, Plan, Pool, WeightedSum
 from dfsearch.result import PhaseResult, RunResult
 from dfsearch.search.engine import search
@@ -31,6 +34,11 @@ class Single:
         r = search(spec, seed=seed, time_limit_s=time_limit_s, max_evaluations=max_evaluations,
                    progress=progress)  # fmt: skip
         return replace(r, phases=(PhaseResult("main", "main", r),))
+
+
+    def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, None]:
+        """The mapping file's one decision evaluated on ``spec`` (``dfsearch eval``)."""
+        return evaluate(spec, load_mapping(mapping, spec)), None
 
 
 SINGLE = Single()

@@ -7,7 +7,10 @@ budget and compared with it (``RunResult.speculative``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from dfsearch.cost.model import Evaluation, evaluate
+from dfsearch.mapping import load_mapping
 from dfsearch.plan.base import Phase, Plan, Pool, WeightedSum
 from dfsearch.result import PhaseResult, RunResult
 from dfsearch.search.engine import search
@@ -50,6 +53,11 @@ class Speculative:
         found = speculative_search(spec, r.evaluation.final_ns, seed=seed,
                                    max_evaluations=max(1, budget - r.search.evaluations))
         return replace(r, speculative=found)
+
+
+    def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, None]:
+        """The mapping file's one decision evaluated on ``spec`` (``dfsearch eval``)."""
+        return evaluate(spec, load_mapping(mapping, spec)), None
 
 
 SPECULATIVE = Speculative()

@@ -5,8 +5,11 @@ different programs (``search/stages.py``); the slowest stage sets the pace."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from dfsearch.cost.stages import is_staged, members_of
+from dfsearch.cost.model import Evaluation
+from dfsearch.cost.stages import StagePlan, evaluate_staged, is_staged, members_of
+from dfsearch.mapping import load_staged_mapping
 from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.result import RunResult
 from dfsearch.search.stages import search_stages
@@ -37,6 +40,12 @@ class Stages:
                max_evaluations: int | None = None, progress: Progress | None = None) -> RunResult:
         return search_stages(spec, seed=seed, time_limit_s=time_limit_s,
                              max_evaluations=max_evaluations, progress=progress)  # fmt: skip
+
+
+    def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, StagePlan]:
+        """The mapping file's pieces and ``stage_layers`` evaluated on ``spec``."""
+        m = load_staged_mapping(mapping, spec)
+        return evaluate_staged(spec, m.decisions, m.stage_layers)
 
 
 STAGES = Stages()
