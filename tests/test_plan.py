@@ -119,6 +119,9 @@ class _Disaggregated:
         first = runs[0]
         return replace(first, spec=spec, search=replace(first.search, status=status), phases=phases)
 
+    def evaluate_mapping(self, spec: Spec, mapping: object) -> tuple[object, None]:
+        raise NotImplementedError("the toy kind has no mapping files")
+
 
 def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(plan.PLAN_KINDS, "toy-disaggregated", _Disaggregated())
