@@ -30,6 +30,16 @@ def test_every_example_has_its_plan_kind(path: Path) -> None:
     assert plan.kind_of(api.load(path)).name == KINDS.get(path.name, "single")
 
 
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_kind_states_its_plan(path: Path) -> None:
+    spec = api.load(path)
+    kind = plan.kind_of(spec)
+    p = kind.plan(spec)
+    assert p.kind == kind.name and p.phases and {ph.pool for ph in p.phases} <= {q.name for q in p.pools}
+    values = tuple(float(i + 1) for i in range(len(p.phases)))
+    assert p.rule.bound(values) <= p.rule.value(values)
+
+
 def test_dfmodel_partitioning_is_the_partition_kind() -> None:
     case = ROOT / "tests/data/dfmodel/partition/example_gpt3_1T_4layer_4pp/setup.txt"
     assert plan.kind_of(api.load(case)).name == "partition"
