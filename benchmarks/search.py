@@ -1,4 +1,4 @@
-"""Wall time and quality of ``dfsearch.search.engine.search`` on the DFModel cases and examples.
+"""Wall time and quality of ``dfsearch.plan.run`` on the DFModel cases and examples.
 
 Every DFModel case (``tests/data/dfmodel/*/setup*.txt``) and every example spec
 (``dfsearch/examples/*.toml``) is searched once to warm up (JIT compile or cache load), then
@@ -61,7 +61,7 @@ def load(path: Path):
 
 def run_case(path: Path, repeat: int) -> dict:
     """Warm-up search, then ``repeat`` timed searches of one spec."""
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run as search
 
     name = str(path.relative_to(CASES if path.is_relative_to(CASES) else ROOT))
     spec = load(path)

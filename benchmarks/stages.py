@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--stage-cuts", action="store_true", help="search.stage_cuts = true")
     args = ap.parse_args()
     from dfsearch.loader import load_toml_spec
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run as search
     from dfsearch.search.warmup import warm_up
 
     warm_up()

@@ -56,7 +56,7 @@ def run(
     max_evaluations: int | None = None,
     progress: Progress | None = None,
 ) -> RunResult:
-    """Search the best mapping of a spec.
+    """Search the best mapping of a spec (its plan: ``dfsearch.plan.run``).
 
     The result depends on (spec, seed) only. ``max_evaluations`` (work) and
     ``time_limit_s`` (wall clock, 0 = none) default to the spec's ``[search]`` settings;
@@ -71,35 +71,16 @@ def run(
         No feasible mapping was found; the message says which constraints bind and by how
         much, and ``exc.result`` is the full result (status, violations, lower bound).
     """
-    from dfsearch.search.engine import search
+    from dfsearch import plan
 
     _check_run_args(seed, time_limit_s, max_evaluations)
-    result = search(
+    result = plan.run(
         load(source), seed=seed, time_limit_s=time_limit_s, max_evaluations=max_evaluations,
         progress=progress,
     )  # fmt: skip
     if result.evaluation is None:
         raise InfeasibleError(result.infeasible_message(), result=result)
-    if result.spec.speculative is not None:
-        result = _with_speculative(result, seed, max_evaluations)
     return result
-
-
-def _with_speculative(result: RunResult, seed: int | None, max_evaluations: int | None) -> RunResult:
-    """The result with its speculative-decoding search (``search/speculative.py``), compared
-    with the plain decode the result holds."""
-    from dataclasses import replace
-
-    from dfsearch.search.speculative import speculative_search
-
-    assert result.evaluation is not None
-    spec = result.spec
-    budget = spec.search.max_evaluations if max_evaluations is None else max_evaluations
-    spec_result = speculative_search(
-        spec, result.evaluation.final_ns, seed=seed,
-        max_evaluations=max(1, budget - result.search.evaluations),
-    )  # fmt: skip
-    return replace(result, speculative=spec_result)
 
 
 def _check_run_args(seed: object, time_limit_s: object, max_evaluations: object) -> None:
@@ -160,16 +141,6 @@ def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
     SpecError
         Bad spec or mapping file.
     """
-    from dfsearch.cost.model import evaluate as _evaluate
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import evaluate_staged, is_staged
-    from dfsearch.mapping import load_mapping, load_partitioned_mapping, load_staged_mapping
+    from dfsearch import plan
 
-    spec = load(source)
-    if is_partitioned(spec):
-        d, plan, kept = load_partitioned_mapping(mapping, spec)
-        return _evaluate(kept, d), plan
-    if is_staged(spec):
-        m = load_staged_mapping(mapping, spec)
-        return evaluate_staged(spec, m.decisions, m.stage_layers)
-    return _evaluate(spec, load_mapping(mapping, spec)), None
+    return plan.evaluate_mapping(load(source), mapping)

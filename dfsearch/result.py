@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
 
-__all__ = ["SearchStats", "RunResult", "Violation", "format_bytes"]
+__all__ = ["SearchStats", "RunResult", "PhaseResult", "Violation", "format_bytes"]
 
 
 def format_bytes(x: float) -> str:
@@ -142,6 +142,25 @@ class SearchStats:
 
 
 @dataclass(frozen=True, slots=True)
+class PhaseResult:
+    """One phase of a plan (``dfsearch/plan/``): its name, its role, how often it repeats
+    per unit of the plan's figure, and its full single-phase result."""
+
+    name: str
+    role: str
+    result: RunResult
+    repeats: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Its name, role, repeats and its result's status and figures (the phase's full
+        result is ``result``)."""
+        ev, lb = self.result.evaluation, self.result.search.lower_bound_s
+        return {"name": self.name, "role": self.role, "repeats": self.repeats,
+                "status": self.result.status.label, "final_s": ev.final_s if ev else None,
+                "lower_bound_s": lb}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     spec: Spec
     evaluation: Evaluation | None  #: None when no feasible mapping was found
@@ -154,6 +173,12 @@ class RunResult:
     #: DFModel's pipeline partitioning (``cost/partition.py``): the partitions and which
     #: one the evaluation maps (its kernels: ``partition.names``)
     partition: PartitionPlan | None = None
+    #: the kind of plan that ran (``dfsearch/plan/``: ``single``, ``stages``, ``partition``,
+    #: ``speculative``); "" for a single-phase search not run through a plan
+    plan: str = ""
+    #: the plan's phases, each with its full single-phase result (empty: a single-phase
+    #: search, or a plan whose pieces are not kept as results yet: ``stages``)
+    phases: tuple[PhaseResult, ...] = ()
 
     @property
     def status(self) -> RunStatus:
@@ -215,6 +240,8 @@ class RunResult:
             "notes": list(self.search.notes),
         }
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
+        if self.plan:
+            out["plan"] = {"kind": self.plan, "phases": [p.to_json() for p in self.phases]}
         if self.speculative is not None:
             out["speculative"] = self.speculative.to_json()
         if self.stages is not None:

@@ -281,7 +281,7 @@ def test_no_room_for_the_ends_exits_1_naming_dram(tmp_path: Path) -> None:
 
 
 def test_budget_stop_is_reported() -> None:
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run as search
 
     r = search(_spec(pp=None), max_evaluations=5)
     assert r.status is RunStatus.STOPPED_BY_LIMIT and "budget" in r.search.stopped_by
@@ -463,7 +463,7 @@ def test_ctrl_c_between_sub_searches_returns_the_best_so_far() -> None:
     """A Ctrl-C that lands between two sub-searches (here raised by the progress callback
     after the first outer choice) ends the stage search with the best mapping so far,
     labelled interrupted, not with a traceback."""
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run as search
 
     def stop(done: int, total: int, best: float | None) -> None:
         raise KeyboardInterrupt

@@ -44,8 +44,8 @@ from dfsearch.codes import Dim, ExecutionStyle, Phase
 from dfsearch.placement import Placement
 from dfsearch.spec import Spec
 
-__all__ = ["Partition", "PartitionPlan", "is_partitioned", "partition_problem", "plan_of",
-           "kept_spec", "partition_flop"]
+__all__ = ["Partition", "PartitionPlan", "PartitionProblem", "is_partitioned", "partition_problem",
+           "plan_of", "kept_spec", "partition_flop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,34 @@ class PartitionPlan:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PartitionProblem:
+    """A DAG to cut into ``parts`` partitions (``search/partition.py``, module docstring)."""
+
+    weight: tuple[float, ...]  #: w_k, ns
+    edges: tuple[tuple[int, int], ...]  #: (src, dst) kernel indices
+    edge_bytes: tuple[float, ...]  #: bytes of each edge's tensor
+    beta: float  #: ns per byte sent to a later partition
+    parts: int
+    lo: tuple[int, ...]  #: smallest partition each kernel may take
+    hi: tuple[int, ...]  #: largest
+
+    @property
+    def n(self) -> int:
+        return len(self.weight)
+
+    def cost(self, part: tuple[int, ...]) -> tuple[list[float], list[float]]:
+        """(cost of every partition, bytes alive across every partition) of an assignment."""
+        w = [0.0] * self.parts
+        alive = [0.0] * self.parts
+        for k, p in enumerate(part):
+            w[p] += self.weight[k]
+        for (s, d), b in zip(self.edges, self.edge_bytes):
+            for c in range(part[s], part[d]):
+                alive[c] += b
+        return [w[c] + self.beta * alive[c] for c in range(self.parts)], alive
+
+
 def is_partitioned(spec: Spec) -> bool:
     """True for DFModel's reading of a multi-layer graph (``workload.partition_graph``)."""
     from dfsearch.workloads.llm import partitions_graph
@@ -133,13 +161,11 @@ def _out_bytes(spec: Spec, i: int) -> float:
 
 def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
                       sharding: tuple[Dim, ...]) -> tuple[Any, dict[str, Any]]:
-    """The ``search.partition.PartitionProblem`` of the spec's graph on ``shape`` (module
-    docstring), and the per-kernel parts of its weights (for the report)."""
+    """The ``PartitionProblem`` of the spec's graph on ``shape`` (module docstring), and the per-kernel parts of its weights (for the report)."""
     from dfsearch.codes import Collective
     from dfsearch.cost import network
     from dfsearch.cost.quirks import Quirks
     from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
-    from dfsearch.search.partition import PartitionProblem
 
     sysm, ex = spec.system, spec.execution
     grp = network.groups(sysm, shape, placement)

@@ -173,6 +173,10 @@ def search(
     placement) searches only the outer choices on that network shape and placement (the
     speculative-decoding search solves its two steps on one shape: ``search/speculative.py``).
 
+    One phase only: the spec's graph is searched as it is. A whole model in pipeline pieces
+    or a graph cut into pipeline partitions is a plan of several searches
+    (``dfsearch.plan.run``, which ``dfsearch.api.run`` calls).
+
     Returns
     -------
     RunResult
@@ -185,19 +189,6 @@ def search(
         If a selected strategy needs an optional dependency that is not installed (before
         any work is done).
     """
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import is_staged
-
-    if pinned is None and is_partitioned(spec):  # DFModel's pipeline partitioning
-        from dfsearch.search.partition import search_partitioned
-
-        return search_partitioned(spec, seed=seed, time_limit_s=time_limit_s,
-                                  max_evaluations=max_evaluations, progress=progress)
-    if pinned is None and is_staged(spec):  # a whole model in pipeline pieces
-        from dfsearch.search.stages import search_stages
-
-        return search_stages(spec, seed=seed, time_limit_s=time_limit_s,
-                             max_evaluations=max_evaluations, progress=progress)
     outer = outer_strategy(spec.search.strategy)
     assignment = assignment_strategy(spec.search.assignment)
     seed = spec.search.seed if seed is None else seed

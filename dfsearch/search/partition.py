@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from dfsearch.cost.partition import PartitionProblem
+
 __all__ = ["PartitionProblem", "PartitionSolution", "PartitionInfeasible", "solve_partition",
            "brute_force", "search_partitioned", "IDEAL_LIMIT",
            "PAIR_LIMIT"]
@@ -56,34 +58,6 @@ __all__ = ["PartitionProblem", "PartitionSolution", "PartitionInfeasible", "solv
 IDEAL_LIMIT = 50_000
 #: cut-byte tie-break by the exact pair DP up to this many ideals
 PAIR_LIMIT = 1_500
-
-
-@dataclass(frozen=True)
-class PartitionProblem:
-    """A DAG to cut into ``parts`` partitions (module docstring)."""
-
-    weight: tuple[float, ...]  #: w_k, ns
-    edges: tuple[tuple[int, int], ...]  #: (src, dst) kernel indices
-    edge_bytes: tuple[float, ...]  #: bytes of each edge's tensor
-    beta: float  #: ns per byte sent to a later partition
-    parts: int
-    lo: tuple[int, ...]  #: smallest partition each kernel may take
-    hi: tuple[int, ...]  #: largest
-
-    @property
-    def n(self) -> int:
-        return len(self.weight)
-
-    def cost(self, part: tuple[int, ...]) -> tuple[list[float], list[float]]:
-        """(cost of every partition, bytes alive across every partition) of an assignment."""
-        w = [0.0] * self.parts
-        alive = [0.0] * self.parts
-        for k, p in enumerate(part):
-            w[p] += self.weight[k]
-        for (s, d), b in zip(self.edges, self.edge_bytes):
-            for c in range(part[s], part[d]):
-                alive[c] += b
-        return [w[c] + self.beta * alive[c] for c in range(self.parts)], alive
 
 
 @dataclass(frozen=True)
@@ -425,7 +399,7 @@ class _Run:
 
     budget: int
     deadline: float
-    best: tuple[float, Any, Any] | None = None  #: (objective, evaluation, plan)
+    best: tuple[float, Any, Any, Any] | None = None  #: (objective, evaluation, plan, result)
     used: int = 0
     solved: int = 0
     pruned: int = 0
@@ -531,7 +505,7 @@ def _explore(spec: Any, run: _Run, choices: list, objective: Any, seed: int | No
         else:
             value = objective.value(r.evaluation)
             if run.best is None or value < run.best[0]:
-                run.best = (value, r.evaluation, plan)
+                run.best = (value, r.evaluation, plan, r)
         if progress is not None:
             progress(i + 1, len(choices), run.best[0] if run.best else None)
 
@@ -539,7 +513,7 @@ def _explore(spec: Any, run: _Run, choices: list, objective: Any, seed: int | No
 def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
             seed: int | None) -> Any:
     from dfsearch.codes import RunStatus
-    from dfsearch.result import RunResult, SearchStats
+    from dfsearch.result import PhaseResult, RunResult, SearchStats
     from dfsearch.search.engine import PROOF_REL_TOL
 
     best = run.best
@@ -575,8 +549,10 @@ def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
         notes=tuple(notes),
     )  # fmt: skip
     viol = tuple(run.violations[k] for k in sorted(run.violations)) if best is None else ()
+    phases = (PhaseResult("kept partition", "partition", best[3]),) if best else ()
     return RunResult(spec=spec, evaluation=best[1] if best else None, search=stats,
-                     violations=viol, partition=best[2] if best else None)  # fmt: skip
+                     violations=viol, partition=best[2] if best else None,
+                     phases=phases)  # fmt: skip
 
 
 def _bound(sub: Any, shape: tuple[int, ...], pl: Any, objective: Any) -> float:

@@ -47,7 +47,7 @@ from dfsearch.cost.stages import (
     members_of,
     piece_spec,
 )
-from dfsearch.result import RunResult, SearchStats, Violation
+from dfsearch.result import PhaseResult, RunResult, SearchStats, Violation
 from dfsearch.search.strategies.base import Progress
 from dfsearch.spec import Spec
 
@@ -74,6 +74,10 @@ class _Run:
     methods: set[str] = field(default_factory=set)
     #: sharding caches per piece graph and the parts' floors (``_floors``, ``_part_floor``)
     caches: dict = field(default_factory=dict)
+    #: the current outer choice's piece searches (id of the evaluation -> (piece, result);
+    #: the results keep the evaluations alive) and the best choice's pieces as plan phases
+    searched: dict[int, tuple[str, RunResult]] = field(default_factory=dict)
+    phases: tuple[PhaseResult, ...] = ()
 
     def remaining_s(self) -> float | None:
         if not math.isfinite(self.deadline):
@@ -132,6 +136,8 @@ def _explore(run: _Run, choices: list, objective: Any, progress: Progress | None
             value = objective.value(found[0])
             if run.best is None or value < run.best[0]:
                 run.best = (value, *found)
+                run.phases = _phases(run, found[1])
+        run.searched.clear()
         if progress is not None:  # the progress line shows seconds (run.best[0] is in ns)
             progress(i + 1, len(choices), run.best[1].final_s if run.best else None)
     if progress is not None and choices:  # pruned choices count as done, as in best_first
@@ -390,6 +396,12 @@ def _beaten(run: _Run, layers: Evaluation, mbs: int) -> bool:
     return (whole + layers.p2p_ns) / run.spec.num_copy >= run.best[0]
 
 
+def _phases(run: _Run, plan: StagePlan) -> tuple[PhaseResult, ...]:
+    """The pieces of ``plan`` as plan phases: each piece's own pinned search."""
+    found = (run.searched.get(id(ev)) for ev in plan.pieces.values())
+    return tuple(PhaseResult(name, "piece", r) for name, r in (f for f in found if f is not None))
+
+
 def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float,
                   note: bool = True) -> tuple[Evaluation | None, bool]:
     """One piece's pinned search: (its mapping or None, its violations noted unless not
@@ -400,6 +412,8 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
     r = search(piece, seed=run.seed, time_limit_s=run.remaining_s() or 0,
                max_evaluations=max(1, run.budget - run.used), pinned=pinned)  # fmt: skip
     run.used += r.search.evaluations
+    if r.evaluation is not None:
+        run.searched[id(r.evaluation)] = (name, r)
     run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/")
                        if m != "none")  # fmt: skip
     if r.search.stopped_by:
@@ -455,6 +469,7 @@ def _result(run: _Run, total: int, seconds: float, kind: Any) -> RunResult:
     )  # fmt: skip
     viol = tuple(run.violations[k] for k in sorted(run.violations)) if best is None else ()
     return RunResult(spec=run.spec, evaluation=best[1] if best else None, search=stats,
-                     violations=viol, stages=best[2] if best else None)  # fmt: skip
+                     violations=viol, stages=best[2] if best else None,
+                     phases=run.phases if best else ())  # fmt: skip
 
 

@@ -96,9 +96,9 @@ def point_digest(spec: Spec, seed: int) -> str:
 
 def run_point(task: Task) -> dict[str, Any]:
     """Search one point and return its metric cells (the worker function)."""
-    from dfsearch.search.engine import search
+    from dfsearch.plan import run
 
-    result = search(task.spec, seed=task.seed)
+    result = run(task.spec, seed=task.seed)
     row = _metrics(result)
     if result.search.stopped_by == "interrupted":
         row[CTRL_C] = True  # Ctrl-C came during this point (the row may still be complete)
