@@ -170,12 +170,27 @@ def _output_problem(out: Path, inputs: list[Path], others: list[Path]) -> str | 
         return "is already the path of another output. Choose another path."
     if out.is_dir():
         return "is a folder; expected a file path."
+    if out.is_file() and _is_spec(out):
+        return ("is an existing spec or DFModel input; refusing to overwrite it (did the option take "
+                "the spec's path as its value? Put the spec first, or '--json -' for stdout).")
     folder = out.parent
     if not folder.is_dir():
         return f"cannot write: the folder {str(folder)!r} does not exist. Create it first."
     if not os.access(folder, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         return "cannot write: permission denied."
     return None
+
+
+def _is_spec(path: Path) -> bool:
+    """A spec (TOML with a [system], [graph] or [workload] table) or a DFModel input (with a
+    dataflow_graph): an input of ours, never an output."""
+    try:
+        head = path.read_bytes()[:65536].decode("utf-8", "replace")
+    except OSError:
+        return False
+    lines = {line.split("#")[0].strip() for line in head.splitlines()}
+    return bool(lines & {"[system]", "[graph]", "[workload]"}) or any(
+        line.startswith("dataflow_graph") for line in lines)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -172,3 +172,20 @@ def test_convert_then_load_gives_same_spec(tmp_path):
 def test_console_script_runs_as_module():
     r = subprocess.run([sys.executable, "-m", "dfsearch", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "run" in r.stdout
+
+
+@pytest.mark.parametrize("source", [EXAMPLES / "llm_decode.toml",
+                                    DATA / "dfmodel" / "gpt3_1.5B_seq1024_a100x4_ring_tp4" / "setup.txt"])
+def test_an_output_option_never_writes_over_a_spec(tmp_path: Path, source: Path) -> None:
+    """`dfsearch run --json spec.toml` (the option took the spec's path as its value) used to
+    run the built-in example and write its JSON over the user's spec."""
+    spec = tmp_path / source.name
+    spec.write_bytes(source.read_bytes())
+    for option in ("--json", "--mapping-out"):
+        r = CliRunner().invoke(app, ["run", "--quiet", option, str(spec)])
+        assert r.exit_code == 2 and "refusing to overwrite" in r.output, r.output
+        assert spec.read_bytes() == source.read_bytes()
+    out = tmp_path / "out.json"  # an earlier output is still replaced as asked
+    out.write_text("{}")
+    assert CliRunner().invoke(app, ["run", "--quiet", "--json", str(out)]).exit_code == 0
+    assert json.loads(out.read_text())["status"] == "optimal"
