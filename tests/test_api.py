@@ -40,6 +40,7 @@ IMPORT_ORDERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("imports", IMPORT_ORDERS)
 def test_api_functions_callable_in_every_import_order(imports):
     code = (

@@ -315,6 +315,7 @@ def _set_writable(path: Path, writable: bool) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home_writable", [False, True])
 def test_read_only_install_runs(home_writable, tmp_path):
     site = _read_only_copy(tmp_path)

@@ -519,6 +519,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after", [1, 6])
 def test_ctrl_c_reports_interrupted_and_exits_130(tmp_path: Path, after: int) -> None:
     """A real SIGINT during the search: the best mapping so far is reported and written,
@@ -553,6 +554,7 @@ IMPORT_ORDERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", IMPORT_ORDERS)
 def test_public_api_callable_in_every_import_order(first: str) -> None:
     code = textwrap.dedent(f"""

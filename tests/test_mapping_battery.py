@@ -40,6 +40,7 @@ def test_unmutated_mappings_evaluate(sources: list[M.MappingSource]) -> None:
         assert rep.code == 0 and not rep.failures, (src.name, rep.failures, rep.output_head)
 
 
+@pytest.mark.slow
 def test_mutated_mappings_never_crash_and_explain_themselves(sources: list[M.MappingSource]) -> None:
     failures, codes = [], {0: 0, 1: 0, 2: 0}
     for i in range(MUTANTS):

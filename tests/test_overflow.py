@@ -224,6 +224,7 @@ def test_generator_kernel_count_is_bounded(tmp_path):
     ],
     ids=["freq", "cores", "dram-bw", "fft-length"],
 )
+@pytest.mark.slow
 def test_dfmodel_input_out_of_range(tmp_path, old, new, fragment):
     text = (DATA / "dfmodel" / "fft_1024gpu_sw_sw_8x128" / "setup.txt").read_text()
     assert old in text

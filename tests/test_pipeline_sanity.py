@@ -292,6 +292,7 @@ def test_micro_batch_candidates():
     assert outer_mod.micro_batch_sizes(pinned, (2, 2)) == [3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_micro_batch_one_wins_without_a_faster_dram_tier(seed):
     """The dominance argument (docs/model.md, "Micro-batch size"): each candidate m solved

@@ -223,6 +223,7 @@ def auto_spec(pars, sizes=(0, 0), topo=Topology.RING, chips=16, seed=1):
 TUPLES_2D = [(TP, PP), (TP, DP), (PP, DP)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("topo", [Topology.RING, Topology.SWITCH])
 def test_searched_placement_is_at_least_as_good_as_every_fixed_tuple(seed, topo):

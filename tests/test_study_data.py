@@ -439,6 +439,7 @@ def test_a_million_point_study_counts_without_enumerating():
 
 
 # ----------------------------------------------------------------------------- fuzz
+@pytest.mark.slow
 def test_mutated_tables_and_study_files_never_give_a_traceback(tmp_path):
     """A few dozen mutants of a results table (fed to pareto, plot or a resumed sweep) and of
     study files (fed to sweep): every one exits 0 or 2 with the file named, no traceback.

@@ -59,6 +59,7 @@ def sweep(tmp_path_factory):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grid", ["hpl", "fft", "dlrm", "llm"])
 def test_every_cell_against_dfmodels_log(sweep, grid):
     _, cells = sweep(grid)

@@ -100,6 +100,7 @@ def test_heatmap_metric_must_be_numeric(tmp_path):
         plots.heatmap_figure(header, rows, "status")
 
 
+@pytest.mark.slow
 def test_cli_plot_writes_each_kind(tmp_path):
     fake_table(tmp_path)
     for kind in plots.KINDS:
