@@ -137,3 +137,207 @@ def test_compiled_functions_are_cached_under_the_source_digest():
         pytest.skip("no writable cache folder: compiled without a cache")
     key = disp._cache._index_key(disp.signatures[0], disp.targetctx.codegen())
     assert key[-1] == _jit.source_digest()
+
+
+# ---- the import graph --------------------------------------------------------------------
+# Layers (docs/design.md, "Layers"): data -> model -> search -> plans -> API/CLI, no upward
+# import. The graph counts imports inside functions too and skips ``if TYPE_CHECKING:``
+# blocks. Both ratchets may only shrink: when a cycle loses a module or disappears, or a
+# function-level import goes, lower the record below in the same commit.
+
+#: the strongly connected components (more than one module) of the package's import graph
+KNOWN_CYCLES: tuple[frozenset[str], ...] = (
+    frozenset({
+        "cost.lower", "cost.model", "cost.network", "cost.price", "cost.training", "decision",
+        "io.dfmodel", "kernels.generators", "kernels.graph", "kernels.pieces", "loader", "pins",
+        "placement", "search.assign", "search.exact", "search.graph_bound", "search.layered",
+        "search.outer", "search.strategies", "search.strategies.assignment",
+        "search.strategies.base", "search.strategies.best_first", "search.strategies.sampling",
+        "spec", "validate", "workloads", "workloads.base", "workloads.dlrm", "workloads.fft",
+        "workloads.hpl", "workloads.llm", "workloads.serving", "workloads.speculative",
+    }),
+    frozenset({"codes", "topology"}),
+    frozenset({"study.distributed", "study.runner"}),
+)
+
+#: imports written inside a function (lazy optional dependencies, and cycles still to break)
+MAX_FUNCTION_LEVEL_IMPORTS = 243
+
+
+def module_files(pkg: Path = PKG) -> dict[str, Path]:
+    """Module name relative to the package (``cost.lower``; ``""`` for the package) -> file."""
+    out = {}
+    for path in sorted(pkg.rglob("*.py")):
+        parts = path.relative_to(pkg).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(tree: ast.AST):
+    """(import node, inside a function) for every import not under ``if TYPE_CHECKING:``."""
+    stack = [(tree, False)]
+    while stack:
+        node, in_function = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend((c, in_function) for c in child.orelse)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, in_function
+            else:
+                function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                stack.append((child, in_function or function))
+
+
+def _imported(name: str, node: ast.Import | ast.ImportFrom, mods: dict[str, Path]) -> set[str]:
+    """The package's modules (other than ``name``) that an import statement in ``name`` names."""
+    if isinstance(node, ast.Import):
+        words = [a.name for a in node.names]
+    else:
+        module = node.module or ""
+        if node.level:
+            base = f"{PKG.name}.{name}".rstrip(".").split(".")
+            base = base[: len(base) - node.level + (mods[name].name == "__init__.py")]
+            module = ".".join(base + ([module] if module else []))
+        words = [f"{module}.{a.name}" for a in node.names]
+        words = [w if w.partition(".")[2] in mods else module for w in words]
+    out = set()
+    for word in words:
+        if word.split(".")[0] != PKG.name:
+            continue
+        target = word.partition(".")[2]
+        while target not in mods:
+            target = target.rpartition(".")[0]
+        if target != name:
+            out.add(target)
+    return out
+
+
+def import_graph(pkg: Path = PKG) -> tuple[dict[str, dict[str, int]], int]:
+    """module -> {imported module: line of its first import}, and the number of import
+    statements inside functions that name one of the package's modules."""
+    mods = module_files(pkg)
+    edges: dict[str, dict[str, int]] = {m: {} for m in mods}
+    function_level = 0
+    for name, path in mods.items():
+        for node, in_function in _imports(ast.parse(path.read_text())):
+            targets = _imported(name, node, mods)
+            for target in targets:
+                line = edges[name].get(target, node.lineno)
+                edges[name][target] = min(line, node.lineno)
+            function_level += bool(targets) and in_function
+    return edges, function_level
+
+
+def import_cycles(edges: dict[str, dict[str, int]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(frozenset(comp))
+    return out
+
+
+def cycle_problems(edges: dict[str, dict[str, int]], known=KNOWN_CYCLES) -> list[str]:
+    """What differs from the record: a new cycle or a module joining one (with the import
+    edges inside the cycle that touch the newcomers, one of which must go), or a recorded
+    cycle that shrank or went (the record is then to be lowered)."""
+    out = []
+    cycles = import_cycles(edges)
+    for cycle in cycles:
+        home = [k for k in known if cycle & k]
+        new = cycle - frozenset().union(*home)
+        if len(home) <= 1 and not new:
+            continue
+        if new:
+            what = f"modules {sorted(new)} joined a cycle" if home else "a new cycle"
+        else:
+            what = "recorded cycles merged"
+        touch = new or cycle
+        cut = sorted(
+            f"{a} -> {b} ({a.replace('.', '/') or '__init__'}.py:{line})"
+            for a in sorted(cycle) for b, line in edges[a].items()
+            if b in cycle and (a in touch or b in touch)
+        )
+        out.append(f"{what}: {sorted(cycle)}; remove one of the imports {cut}")
+    for k in known:
+        now = frozenset().union(*(c for c in cycles if c & k)) & k
+        if now != k:
+            out.append(f"cycle {sorted(k)} shrank to {sorted(now)}: lower KNOWN_CYCLES")
+    return out
+
+
+def test_no_new_import_cycle():
+    """The package's import cycles are the recorded ones, or fewer: no module joins one."""
+    edges, _ = import_graph()
+    assert cycle_problems(edges) == []
+
+
+def test_function_level_imports_do_not_grow():
+    _, function_level = import_graph()
+    assert function_level <= MAX_FUNCTION_LEVEL_IMPORTS, (
+        f"{function_level} imports inside functions (at most {MAX_FUNCTION_LEVEL_IMPORTS}): "
+        "import at the top of the module, or move the function to the layer it belongs to"
+    )
+
+
+def test_cycle_problems_name_the_modules_and_an_edge():
+    toy = {"a": {"b": 3}, "b": {"a": 5}, "c": {"a": 1}, "d": {}}
+    known = (frozenset({"a", "b"}),)
+    assert cycle_problems(toy, known) == []
+    toy["a"]["c"] = 7
+    (msg,) = cycle_problems(toy, known)
+    assert "['c'] joined a cycle" in msg and "a -> c (a.py:7)" in msg and "c -> a (c.py:1)" in msg
+    assert "b -> a" not in msg
+    toy = {"a": {"b": 3}, "b": {}, "c": {"d": 2}, "d": {"c": 4}}
+    (new, shrank) = cycle_problems(toy, known)
+    assert new.startswith("a new cycle: ['c', 'd']") and "c -> d (c.py:2)" in new
+    assert shrank.startswith("cycle ['a', 'b'] shrank to []")
+
+
+def test_import_graph_reads_relative_and_lazy_imports(tmp_path):
+    pkg = tmp_path / "dfsearch"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import leaf\n")
+    (pkg / "sub" / "leaf.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dfsearch import top\n"
+        "def f():\n    from ..top import X\n    import numpy\n"
+    )
+    (pkg / "top.py").write_text("from dfsearch.sub.leaf import f\nfrom dfsearch.sub import g\n")
+    edges, function_level = import_graph(pkg)
+    assert edges == {"": {}, "sub": {"sub.leaf": 1}, "sub.leaf": {"top": 5}, "top": {"sub.leaf": 1, "sub": 2}}
+    assert function_level == 1
+    assert import_cycles(edges) == [frozenset({"sub", "sub.leaf", "top"})]
