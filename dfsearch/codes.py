@@ -16,10 +16,6 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from dfsearch.topology import TopologyKind
 
 __all__ = [
     "KernelKind",
@@ -179,11 +175,12 @@ class Collective(_Coded):
 
 
 class Topology(_Coded):
-    """The kind of one network dimension. Its formulas, names and counts are the
-    ``TopologyKind`` object ``.kind`` (registered in ``dfsearch.topology.KINDS``).
+    """The kind of one network dimension: its names here (``.label`` in specs, ``.short``
+    in network names); its formulas and counts are the ``TopologyKind`` object
+    ``dfsearch.topology.KINDS[topology]`` (the model layer: this module imports none).
 
-    >>> Topology.MESH.kind.links(4), Topology.FC.short
-    (3.0, 'fc')
+    >>> Topology.MESH.short, Topology.FC.short
+    ('mesh', 'fc')
     """
 
     RING = 1
@@ -192,14 +189,17 @@ class Topology(_Coded):
     MESH = 4  #: a line of chips without wraparound (dfsearch only: DFModel has no mesh)
 
     @property
-    def kind(self) -> TopologyKind:
-        from dfsearch.topology import KINDS  # the kinds import this module
-
-        return KINDS[self]
-
-    @property
     def short(self) -> str:
-        return self.kind.short
+        """The word in a network name such as ``r_sw`` (DFModel's, where it has one)."""
+        return _TOPOLOGY_SHORT[self]
+
+
+_TOPOLOGY_SHORT: Mapping[Topology, str] = MappingProxyType({
+    Topology.RING: "r",
+    Topology.SWITCH: "sw",
+    Topology.FC: "fc",
+    Topology.MESH: "mesh",
+})
 
 
 #: DFModel's topology variants: name -> basic topology of each dimension.

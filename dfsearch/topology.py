@@ -53,7 +53,6 @@ class TopologyKind(ABC):
     """
 
     code: Topology  #: the enum value specs and reports use (``code.label`` is the TOML word)
-    short: str  #: the word in a network name such as ``r_sw`` (DFModel's, where it has one)
     #: the word in DFModel's topology variant names; None when DFModel has no such kind
     dfmodel: str | None
     #: chips are joined by their own point-to-point links (ring, mesh), not through a switch
@@ -68,6 +67,11 @@ class TopologyKind(ABC):
     @property
     def label(self) -> str:
         return self.code.label
+
+    @property
+    def short(self) -> str:
+        """The word in a network name such as ``r_sw`` (``codes.Topology.short``)."""
+        return self.code.short
 
     @abstractmethod
     def reduce_ratio(self, p: int, bw: float) -> float:
@@ -119,7 +123,6 @@ class Ring(TopologyKind):
     """
 
     code: Topology = Topology.RING
-    short: str = "r"
     dfmodel: str | None = "r"
     direct: bool = True
     stands_for: Topology = Topology.RING
@@ -161,7 +164,6 @@ class Switch(TopologyKind):
     """
 
     code: Topology = Topology.SWITCH
-    short: str = "sw"
     dfmodel: str | None = "sw"
     direct: bool = False
     stands_for: Topology = Topology.SWITCH
@@ -197,7 +199,6 @@ class FullyConnected(TopologyKind):
     """
 
     code: Topology = Topology.FC
-    short: str = "fc"
     dfmodel: str | None = "fc"
     direct: bool = False
     stands_for: Topology = Topology.FC
@@ -235,7 +236,6 @@ class Mesh(TopologyKind):
     """
 
     code: Topology = Topology.MESH
-    short: str = "mesh"
     dfmodel: str | None = None
     direct: bool = True
     stands_for: Topology = Topology.RING

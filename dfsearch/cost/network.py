@@ -16,7 +16,7 @@ from dfsearch.codes import Equations, Parallelism
 from dfsearch.cost.quirks import Quirks
 from dfsearch.placement import Placement, fixed_placement
 from dfsearch.spec import System
-from dfsearch.topology import TopologyKind
+from dfsearch.topology import KINDS, TopologyKind
 
 __all__ = [
     "Groups",
@@ -80,7 +80,7 @@ def group_links(system: System, pl: Placement, kind: Parallelism) -> GroupLinks 
         return None
     d = system.network[i]
     p, n = pl.dims[i][j].degree, math.prod(q.degree for q in pl.dims[i])
-    sub, factor = d.topology.kind.sub_group(p, n, strided=j > 0)
+    sub, factor = KINDS[d.topology].sub_group(p, n, strided=j > 0)
     return GroupLinks(sub, p, d.link_bw_GBps, factor, i)
 
 
@@ -150,7 +150,7 @@ def llm_ratios(
         arp = _scaled(dp.kind.reduce_ratio(dp.degree, dp.bw), dp.factor)
         if hbd > 0:
             arp = hbd_reduce_ratio(shape[2], hbd, net[0].link_bw_GBps, net[2].link_bw_GBps)
-        if double_ar and net[dp.dim].topology.kind.doubles_gradient_all_reduce:
+        if double_ar and KINDS[net[dp.dim].topology].doubles_gradient_all_reduce:
             arp *= 2.0
     pp = group_links(system, pl, Parallelism.PP)
     if pp is not None:
@@ -212,7 +212,7 @@ def a2a_factors(
     multiplier in a grid, halved in a design-space grid); msg_j is the pairs of the whole
     network on the outermost dimension and on every grid dimension, and the pairs inside the
     group of dimensions 0..j on an inner hierarchical dimension (``_message_factors``)."""
-    kinds = tuple(d.topology.kind for d in system.network)
+    kinds = tuple(KINDS[d.topology] for d in system.network)
     bws = tuple(d.link_bw_GBps for d in system.network)
     grid = is_grid(kinds)
     msgs = _message_factors(shape, chips_per_copy, grid, equations)
@@ -294,6 +294,6 @@ def expert_ratios(
         if replicas > 1:
             arp = _scaled(kind.reduce_ratio(replicas, bw), links.factor)
             double = separate_rs_ag_for_ar or not quirks.half_volume_all_reduce
-            if double and system.network[links.dim].topology.kind.doubles_gradient_all_reduce:
+            if double and KINDS[system.network[links.dim].topology].doubles_gradient_all_reduce:
                 arp *= 2.0
     return ExpertRatios(ep, experts_per_chip(num_expert, grp.dp), a2a, arp)

@@ -57,6 +57,7 @@ from dfsearch.kernels.graph import (
     upstream_layout,
 )
 from dfsearch.spec import AUTO, Kernel, Spec
+from dfsearch.topology import KINDS
 
 __all__ = ["RefResult", "reference_evaluate"]
 
@@ -132,7 +133,7 @@ def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
         return (p - 1) / (p * bw)
     if topo is Topology.FC:
         return 1 / (p * bw)
-    return topo.kind.reduce_ratio(p, bw)
+    return KINDS[topo].reduce_ratio(p, bw)
 
 
 def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
@@ -143,7 +144,7 @@ def _all_to_all_ratio(topo: Topology, p: int, bw: float) -> float:
         return p / (4 * bw)
     if topo is Topology.FC:
         return 1 / bw
-    return topo.kind.all_to_all_ratio(p, bw)
+    return KINDS[topo].all_to_all_ratio(p, bw)
 
 
 def _latency_steps(topo: Topology, p: int) -> int:
@@ -152,14 +153,14 @@ def _latency_steps(topo: Topology, p: int) -> int:
         return p - 1
     if topo is Topology.FC:
         return 1
-    return topo.kind.latency_steps(p)
+    return KINDS[topo].latency_steps(p)
 
 
 def _doubles_gradient(topo: Topology) -> bool:
     """Whether the doubled all-reduce volume also doubles the DP gradient all-reduce."""
     if topo in (Topology.RING, Topology.SWITCH, Topology.FC):
         return topo is not Topology.FC
-    return topo.kind.doubles_gradient_all_reduce
+    return KINDS[topo].doubles_gradient_all_reduce
 
 
 def _composed_bisection(
@@ -168,7 +169,7 @@ def _composed_bisection(
     """(msg_j, bwf_j) of a network DFModel does not have, from the kinds' bisection links:
     a grid (all dimensions direct) carries all pairs on every dimension, a hierarchical
     network the pairs of its inner group on each inner dimension."""
-    kinds = [t.kind for t in topologies]
+    kinds = [KINDS[t] for t in topologies]
     nd = len(kinds)
     legacy = equations is Equations.LEGACY
     bis = [kinds[j].bisection_links(shape[j], equations) for j in range(nd)]
