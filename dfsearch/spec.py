@@ -57,6 +57,8 @@ __all__ = [
     "Workload",
     "Speculative",
     "SearchSettings",
+    "OUTER_STRATEGY_NAMES",
+    "ASSIGNMENT_STRATEGY_NAMES",
     "StagePiece",
     "Spec",
 ]
@@ -289,12 +291,21 @@ class Training:
 
 
 # --------------------------------------------------------------------------- search
+#: the names ``search.strategy`` may take, in the order messages list them ("auto" first: the
+#: default); the search layer's registry ``dfsearch.search.strategies.OUTER_STRATEGIES`` holds
+#: one strategy per name (tests/test_strategies.py checks that the two agree)
+OUTER_STRATEGY_NAMES: tuple[str, ...] = ("auto", "enumerate", "optuna")
+#: the names ``search.assignment`` may take (``ASSIGNMENT_STRATEGIES``, likewise)
+ASSIGNMENT_STRATEGY_NAMES: tuple[str, ...] = ("auto", "ideal-dp", "order-dp", "anneal", "cp-sat")
+
+
 @dataclass(**_FROZEN)
 class SearchSettings:
     """How the search runs. Its result depends on (spec, seed) only: ``max_evaluations``
     is a work budget (configuration costings), ``time_limit_s`` an optional wall-clock safety
     stop (0 = none); a result stopped by either is labelled so. ``strategy`` and
-    ``assignment`` name registered search strategies (``dfsearch.search.strategies``): how
+    ``assignment`` name search strategies (``OUTER_STRATEGY_NAMES``,
+    ``ASSIGNMENT_STRATEGY_NAMES``; registered in ``dfsearch.search.strategies``): how
     the outer choices are explored and how one outer choice's configuration assignment is
     solved ("auto" = the default composition). ``latency_bound_ms`` (0 = none): a serving
     mapping whose step latency (TTFT or TPOT) exceeds it is infeasible."""

@@ -33,7 +33,9 @@ from dfsearch.codes import (
 from dfsearch.errors import Issue
 from dfsearch.placement import searched
 from dfsearch.spec import (
+    ASSIGNMENT_STRATEGY_NAMES,
     AUTO,
+    OUTER_STRATEGY_NAMES,
     Cost,
     Execution,
     Graph,
@@ -656,9 +658,7 @@ def strategy_issue(path: str, kind: str, name: object) -> Issue | None:
     >>> strategy_issue("search.strategy", "strategy", "enumerated").render()
     "search.strategy must be one of 'auto', 'enumerate', 'optuna'; did you mean 'enumerate'? Got 'enumerated' instead."
     """
-    from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
-
-    names = list(OUTER_STRATEGIES if kind == "strategy" else ASSIGNMENT_STRATEGIES)
+    names = list(OUTER_STRATEGY_NAMES if kind == "strategy" else ASSIGNMENT_STRATEGY_NAMES)
     if isinstance(name, str) and name in names:
         return None
     hint = _did_you_mean(name, names) if isinstance(name, str) else "."

@@ -40,13 +40,21 @@ from dfsearch.search.strategies import (
     outer_strategy,
 )
 from dfsearch.search.strategies.base import control_array
-from dfsearch.spec import AUTO, Spec
+from dfsearch.spec import ASSIGNMENT_STRATEGY_NAMES, AUTO, OUTER_STRATEGY_NAMES, Spec
 
 from specs import random_spec
 
 ASSIGNMENT = list(ASSIGNMENT_STRATEGIES)
 OUTER = list(OUTER_STRATEGIES)
 REL = 1e-12
+
+
+def test_the_registries_hold_the_names_specs_may_take():
+    """Validation reads the data layer's lists of names; the registries implement them."""
+    assert tuple(OUTER_STRATEGIES) == OUTER_STRATEGY_NAMES
+    assert tuple(ASSIGNMENT_STRATEGIES) == ASSIGNMENT_STRATEGY_NAMES
+    for registry in (OUTER_STRATEGIES, ASSIGNMENT_STRATEGIES):
+        assert all(s.name == name for name, s in registry.items())
 
 
 def usable_assignment(name: str):

@@ -13,6 +13,7 @@ from dfsearch.placement import Placement, has_searched_dims
 from dfsearch.placement import placements as all_placements
 from dfsearch.spec import AUTO, Spec
 from dfsearch.workloads import model_of
+from dfsearch.workloads.base import divisors  # re-exported
 
 __all__ = [
     "divisors",
@@ -26,31 +27,6 @@ __all__ = [
     "lower_bound_ns",
     "final_from_ii",
 ]
-
-
-def divisors(n: int) -> list[int]:
-    """The divisors of n >= 1, ascending, from its prime factorisation (trial division up to
-    sqrt(n): about 1e6 steps for n = 1e12; never a scan of every integer up to n).
-
-    >>> divisors(12)
-    [1, 2, 3, 4, 6, 12]
-    >>> len(divisors(2**40))
-    41
-    """
-    out = [1]
-    rest = n
-    p = 2
-    while p * p <= rest:
-        if rest % p == 0:
-            e = 0
-            while rest % p == 0:
-                rest //= p
-                e += 1
-            out = [d * p**i for d in out for i in range(e + 1)]
-        p += 1 if p == 2 else 2
-    if rest > 1:
-        out = [d * q for d in out for q in (1, rest)]
-    return sorted(out)
 
 
 def factorizations(n: int, k: int) -> list[tuple[int, ...]]:

@@ -24,6 +24,7 @@ from dfsearch.workloads.base import (
     Lowering,
     NetworkTerms,
     WorkloadModel,
+    divisors,
     tiled_shard_dims,
 )
 
@@ -104,8 +105,6 @@ class LLM(WorkloadModel):
         """Every divisor of seq_len; a tile size is a lower bound (tile_size x T >= seq_len,
         DFModel's rule): then the divisors T >= ceil(seq_len / tile_size), and that ceiling
         itself when it is not a divisor."""
-        from dfsearch.search.outer import divisors
-
         wl = spec.workload
         divs = divisors(wl.seq_len)
         if wl.tile_size <= 0:
@@ -140,8 +139,6 @@ class LLM(WorkloadModel):
         """The spec's micro-batch size, or (0 = searched) every divisor m of
         global_batch_size / DP, so that micro-batches of m fill the batch; [1] when DP does
         not divide the batch (``outer_status`` reports it)."""
-        from dfsearch.search.outer import divisors
-
         wl = spec.workload
         if wl.micro_batch_size > 0:
             return [wl.micro_batch_size]

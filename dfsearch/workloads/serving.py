@@ -29,6 +29,7 @@ from dfsearch.workloads.base import (
     NetworkTerms,
     ServingStep,
     WorkloadModel,
+    divisors,
 )
 from dfsearch.workloads.llm import (
     LLM,
@@ -143,8 +144,6 @@ class Serving(WorkloadModel):
 
     def tile_counts(self, spec: Spec) -> list[int]:
         """Prefill: every divisor of prompt_len (the tokens are tiled); decode: 1."""
-        from dfsearch.search.outer import divisors
-
         wl = spec.workload
         return divisors(wl.prompt_len) if wl.phase is ServingPhase.PREFILL else [1]
 
