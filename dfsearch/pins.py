@@ -10,7 +10,8 @@ search, so they are refused here with the rule they break:
 * the order rule: a kernel runs in the same or a later configuration than every kernel it
   reads from, so a pin may not precede a pin upstream of it;
 * the FWD/BWD rule (dataflow, training graph, fewer configurations than kernels): forward
-  kernels in configurations 0..f, backward kernels in b..C-1 (``cost.lower.fwd_bwd_bounds``);
+  kernels in configurations 0..f, backward kernels in b..C-1 (``fwd_bwd_bounds``, defined
+  here and read by lowering);
 * the configuration count: a pin below C.
 
 Each kernel gets an interval of configurations (its pin, its half under the FWD/BWD rule,
@@ -25,11 +26,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dfsearch.codes import ExecutionStyle, Phase
-from dfsearch.cost.lower import fwd_bwd_bounds
 from dfsearch.errors import Issue
 from dfsearch.spec import AUTO, Execution, Graph
 
-__all__ = ["pin_issues"]
+__all__ = ["pin_issues", "fwd_bwd_bounds"]
+
+
+def fwd_bwd_bounds(num_config: int) -> tuple[int, int]:
+    """(f, b): FWD kernels in configurations <= f, BWD kernels in >= b (FWD/BWD rule)."""
+    if num_config % 2 == 0:
+        return num_config // 2 - 1, num_config // 2
+    return num_config // 2, num_config // 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
+from dfsearch.pins import fwd_bwd_bounds  # re-exported
 from dfsearch.placement import Placement
 from dfsearch.spec import AUTO, Spec
 from dfsearch.validate import MAX_KERNEL_WORK
@@ -111,13 +112,6 @@ def effective_num_config(spec: Spec, requested: int | None = None) -> int:
 def forced_config(spec: Spec, num_config: int) -> bool:
     """True when configuration k must hold kernel k (KBK, or C = #kernels; docs/model.md)."""
     return num_config == len(spec.graph.kernels)
-
-
-def fwd_bwd_bounds(num_config: int) -> tuple[int, int]:
-    """(f, b): FWD kernels in configurations <= f, BWD kernels in >= b (FWD/BWD rule)."""
-    if num_config % 2 == 0:
-        return num_config // 2 - 1, num_config // 2
-    return num_config // 2, num_config // 2
 
 
 def _ceil_div(a: int, b: int) -> int:
