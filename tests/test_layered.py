@@ -28,7 +28,7 @@ from dfsearch.cost.layout import NUM_SET, SetSlot, new_stats, no_control
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.loader import load_toml_spec
 from dfsearch.search import _dp, _window
-from dfsearch.search.assign import _allowed, _regimes
+from dfsearch.search.assign import _allowed, _regimes, assign_configs
 from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
 from dfsearch.search.layered import composed_order, layer_of, sub_problem
 from dfsearch.search.sharding import _min_fill_order, solve_spec_sharding
@@ -292,7 +292,7 @@ def test_composed_order_follows_the_template_layer():
     sharding = solve_spec_sharding(spec, (4,), 8).sharding
     problem = lower(spec, Outer((4,), sharding, 1, 8, 6))
     topo = _dp.topological_order(problem.kernels, problem.edges)
-    order = composed_order(problem, topo, no_control())
+    order = composed_order(problem, topo, no_control(), assign=assign_configs)
     assert sorted(order) == list(range(problem.num_kernels))
     pos = {int(k): i for i, k in enumerate(order)}
     assert all(pos[int(s)] < pos[int(d)] for s, d in zip(problem.edges.src, problem.edges.dst))
@@ -360,7 +360,7 @@ def test_merge_down_fits_the_configurations_and_scores_what_it_returns():
     sharding = solve_spec_sharding(spec, (4,), 16).sharding
     problem = lower(spec, Outer((4,), sharding, 1, 16, 8))
     topo = _dp.topological_order(problem.kernels, problem.edges)
-    order = composed_order(problem, topo, no_control())
+    order = composed_order(problem, topo, no_control(), assign=assign_configs)
     bw, live_cap = _regimes(problem)[0]
     stats = new_stats()
     _, block = _split_once(problem, order, bw, live_cap, 1, 0.0, stats, no_control())
@@ -423,7 +423,7 @@ def test_blocks_of_a_wide_graph_are_solved_once_and_their_work_counted(monkeypat
     monkeypatch.setattr(layered, "BLOCK_STATES", 50)  # the exact search overflows
     topo = _dp.topological_order(problem.kernels, problem.edges)
     stats = new_stats()
-    order = composed_order(problem, topo, no_control(), stats)
+    order = composed_order(problem, topo, no_control(), stats, assign=counted)
     assert sorted(order) == list(range(problem.num_kernels))
     assert calls == ["ideal-dp"] * math.ceil(problem.num_kernels / layered.CHUNK)
     assert stats[Stat.EVALS] > 0

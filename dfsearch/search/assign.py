@@ -22,6 +22,7 @@ import numpy as np
 
 from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
+from dfsearch.search.layered import composed_order, layer_of, layered_split
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -177,7 +178,6 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
     from dfsearch.search.graph_bound import graph_bound_ns
-    from dfsearch.search.layered import layer_of
 
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
@@ -298,11 +298,9 @@ def _order(problem, order, allowed, bw, live_cap, stats, control):
 def _layered(problem, topo, allowed, bw, live_cap, stats, control):
     """The split of the composed order and of ``topo`` (``search/layered.py``), the better;
     with the relaxed read-side footprints when they may have hidden a better split."""
-    from dfsearch.search.layered import composed_order, layer_of, layered_split
-
     best_value, best_assign = math.inf, None
     stacked = layer_of(problem.names)[0].max(initial=0) >= 2
-    for order in (composed_order(problem, topo, control, stats), topo):
+    for order in (composed_order(problem, topo, control, stats, assign=assign_configs), topo):
         if stacked and best_assign is not None:
             break  # stacked layers: the default order only when the composed one fails
         st = _fresh_stats(stats)

@@ -30,6 +30,7 @@ import heapq
 import itertools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -100,13 +101,13 @@ def sub_problem(problem: Problem, members: np.ndarray, num_config: int) -> Probl
 
 
 def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray,
-                 stats: np.ndarray | None) -> list[int]:
+                 stats: np.ndarray | None, assign: Callable) -> list[int]:
     """``members`` (global indices) in the order of their configurations when solved as a
-    problem of their own by the exact search within ``BLOCK_STATES`` states, never by this
+    problem of their own by the exact search within ``BLOCK_STATES`` states (``assign``, the
+    caller's ``search.assign.assign_configs``, with ``method="ideal-dp"``), never by this
     module again (ties and unsolved blocks: the block's topological order). Its evaluations
     (and whether ``control`` stopped it) are added to ``stats``."""
     from dfsearch.search import _dp
-    from dfsearch.search.assign import assign_configs
 
     n, nc = problem.num_kernels, problem.num_config
     share = max(2 if problem.constants.fb_rule else 1, math.ceil(nc * len(members) / n))
@@ -114,7 +115,7 @@ def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray,
     topo = [int(k) for k in _dp.topological_order(sub.kernels, sub.edges)]
     rank = {k: i for i, k in enumerate(topo)}
     if len(members) > 1 and sub.num_config > 1:
-        a = assign_configs(sub, method="ideal-dp", max_states=BLOCK_STATES, control=control)
+        a = assign(sub, method="ideal-dp", max_states=BLOCK_STATES, control=control)
         if stats is not None:
             stats[Stat.EVALS] += a.evaluations
             stats[Stat.STOPPED] = max(stats[Stat.STOPPED], float(a.stopped))
@@ -136,22 +137,24 @@ def _blocks(problem: Problem, topo: np.ndarray) -> list[np.ndarray]:
 
 
 def composed_order(problem: Problem, topo: np.ndarray, control: np.ndarray,
-                   stats: np.ndarray | None = None) -> np.ndarray:
+                   stats: np.ndarray | None = None, *, assign: Callable) -> np.ndarray:
     """A topological order that runs the blocks as ``topo`` does and, inside each, follows
     its solved order (stacked layers: layer 1's order, matched by kernel name); the blocks'
-    evaluations are added to ``stats``."""
+    evaluations are added to ``stats``. ``assign`` solves one block: the caller passes
+    ``search.assign.assign_configs`` (this module does not import it: the assignment search
+    calls this one)."""
     layer, stems = layer_of(problem.names)
     n = problem.num_kernels
     local = np.zeros(n, np.int64)
     blocks = _blocks(problem, topo)
     if layer.max(initial=0) >= 2:
         template = next(b for b in blocks if layer[b[0]] == 1) if (layer == 1).any() else blocks[0]
-        rank = {stems[k]: i for i, k in enumerate(_block_order(problem, template, control, stats))}
+        rank = {stems[k]: i for i, k in enumerate(_block_order(problem, template, control, stats, assign))}
         for k in range(n):
             local[k] = rank.get(stems[k], n)
     else:
         for b in blocks:
-            for i, k in enumerate(_block_order(problem, b, control, stats)):
+            for i, k in enumerate(_block_order(problem, b, control, stats, assign)):
                 local[k] = i
     pos = np.empty(n, np.int64)
     pos[topo] = np.arange(n)
