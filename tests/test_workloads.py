@@ -103,12 +103,12 @@ def test_no_workload_branches_outside_the_package():
 
 def test_no_single_run_kind_changes_the_batch_multiplier():
     """HPL and FFT run once per batch: the generic pipeline formula gives exactly 1."""
-    from dfsearch.cost.lower import _pipeline
     from dfsearch.cost.quirks import Quirks
+    from dfsearch.workloads.base import pipeline_factors
 
     one = Batch(global_batch=1, micro_batch=1, dp=1, pp=1, layers=1)
     for quirks in (Quirks(), Quirks(bubble_over_layers_per_stage=False)):
-        assert _pipeline(one, quirks) == (1.0, 1.0)
+        assert pipeline_factors(one, quirks) == (1.0, 1.0)
 
 
 # --------------------------------------------------------------------------- a new kind

@@ -30,7 +30,7 @@ from dfsearch.pins import fwd_bwd_bounds  # re-exported
 from dfsearch.placement import Placement
 from dfsearch.spec import AUTO, Spec
 from dfsearch.validate import MAX_KERNEL_WORK
-from dfsearch.workloads import Batch, Lowering, NetworkTerms, WorkloadModel, model_of
+from dfsearch.workloads import Lowering, NetworkTerms, WorkloadModel, model_of
 from dfsearch.workloads.base import ServingStep
 
 __all__ = [
@@ -224,21 +224,6 @@ def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> 
         structure=GraphStructure.of(spec.graph),
         chips_per_copy=spec.system.num_chip // spec.num_copy,
     )  # fmt: skip
-
-
-def _pipeline(b: Batch, quirks: Quirks) -> tuple[float, float]:
-    """(pipeline factor, batch multiplier): final_ns = sum of IIs x batch multiplier + p2p.
-
-    With one run per batch (global batch, micro-batch, DP, PP, layers all 1) both are 1.
-    """
-    nmb, lps, pp = b.num_micro_batch, b.layers_per_stage, b.pp
-    model_lps = lps * b.layers_in_graph  # the quirk's bubble counts model layers
-    ccc = model_lps - 1 if model_lps >= 2 else 1
-    if quirks.bubble_over_layers_per_stage:
-        pf = 1.0 + (pp - 1) / (max(nmb, 1) * ccc)
-    else:
-        pf = 1.0 + (pp - 1) / max(nmb, 1)
-    return pf, pf * lps * b.global_batch / b.dp
 
 
 def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:

@@ -45,6 +45,7 @@ __all__ = [
     "tiled_shard_dims",
     "all_to_all_channels",
     "divisors",
+    "pipeline_factors",
 ]
 
 #: (lo, hi, unit) of one numeric workload field: ``validate.Range(lo, hi, unit)``
@@ -230,6 +231,22 @@ def all_to_all_channels(ctx: Lowering, divisor: int) -> list[list[float]]:
     return chan
 
 
+def pipeline_factors(b: Batch, quirks: Quirks) -> tuple[float, float]:
+    """(pipeline factor, batch multiplier): final_ns = sum of IIs x batch multiplier + p2p
+    (DFModel's rule, the default ``WorkloadModel.pipeline``).
+
+    With one run per batch (global batch, micro-batch, DP, PP, layers all 1) both are 1.
+    """
+    nmb, lps, pp = b.num_micro_batch, b.layers_per_stage, b.pp
+    model_lps = lps * b.layers_in_graph  # the quirk's bubble counts model layers
+    ccc = model_lps - 1 if model_lps >= 2 else 1
+    if quirks.bubble_over_layers_per_stage:
+        pf = 1.0 + (pp - 1) / (max(nmb, 1) * ccc)
+    else:
+        pf = 1.0 + (pp - 1) / max(nmb, 1)
+    return pf, pf * lps * b.global_batch / b.dp
+
+
 # --------------------------------------------------------------------------- the contract
 @dataclass(frozen=True)
 class WorkloadModel(ABC):
@@ -346,10 +363,8 @@ class WorkloadModel(ABC):
 
     def pipeline(self, ctx: Lowering) -> tuple[float, float]:
         """(pipeline factor, batch multiplier): final_ns = sum of IIs x batch multiplier +
-        p2p. Default: DFModel's rule (``cost.lower._pipeline``)."""
-        from dfsearch.cost.lower import _pipeline
-
-        return _pipeline(ctx.batch, ctx.quirks)
+        p2p. Default: DFModel's rule (``pipeline_factors``)."""
+        return pipeline_factors(ctx.batch, ctx.quirks)
 
     def step(self, ctx: Lowering) -> ServingStep | None:
         """The serving step of these outer choices (None: not a serving kind)."""
