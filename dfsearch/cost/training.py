@@ -21,10 +21,10 @@ doubled); the model FLOP count (``workload_flop``, utilisation) does not include
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Dim, KernelKind, MemoryModel, Phase, Recompute
+from dfsearch.workloads.base import DramUse  # re-exported
 
 if TYPE_CHECKING:
     from dfsearch.spec import Graph, Kernel, Spec
@@ -38,31 +38,6 @@ __all__ = [
     "forward_weight_bytes",
     "training_dram",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class DramUse:
-    """Per-chip DRAM bytes that do not depend on the configuration assignment, by purpose,
-    and the multiplier of the widest live activations (the working set) in the DRAM total.
-
-    ``data`` holds a kind's own fixed data (DLRM tables, the HPL matrix, the FFT signal) and
-    every kernel's ``dram_extra_bytes``.
-    """
-
-    weights: float = 0.0
-    gradients: float = 0.0
-    optimizer: float = 0.0
-    activations: float = 0.0  #: kept for the backward pass (training memory model)
-    data: float = 0.0
-    act_mult: float = 0.0
-    #: fixed bytes of the other pieces of the same pipeline stage (``Spec.piece``)
-    stage_others: float = 0.0
-
-    @property
-    def fixed(self) -> float:
-        """Every byte but the working set."""
-        return (self.weights + self.gradients + self.optimizer + self.activations + self.data
-                + self.stage_others)
 
 
 def memory_model(spec: Spec) -> MemoryModel:
