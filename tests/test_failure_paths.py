@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import dfsearch
 import dfsearch.api
+import dfsearch.io.files
 import dfsearch.loader
 from dfsearch.cli import app
 from dfsearch.errors import SpecError
@@ -226,7 +227,7 @@ def test_fifo_as_spec_and_as_mapping_exit_2(tmp_path):
 
 
 def test_too_large_input_exit_2(tmp_path, monkeypatch):
-    monkeypatch.setattr(dfsearch.loader, "MAX_INPUT_MB", 1)
+    monkeypatch.setattr(dfsearch.io.files, "MAX_INPUT_MB", 1)
     path = tmp_path / "big.toml"
     path.write_text("# padding\n" * 200_000)
     assert_clean_exit_2(invoke("validate", path), str(path), "larger than 1 MB")

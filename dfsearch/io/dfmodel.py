@@ -67,6 +67,7 @@ from dfsearch.codes import (
     Phase,
 )
 from dfsearch.errors import Issue, SpecError
+from dfsearch.io.files import read_text
 from dfsearch.io.pbtxt import Entry, Message, Scalar, parse_pbtxt
 from dfsearch.spec import (
     Accelerator,
@@ -1268,8 +1269,6 @@ def load_dfmodel_file(
     SpecError
         If the file cannot be read, is not UTF-8 text, or is not a valid DFModel input.
     """
-    from dfsearch.loader import read_text
-
     return load_dfmodel(read_text(path), file=str(path), legacy_as=legacy_as, equations=equations)
 
 
