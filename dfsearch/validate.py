@@ -31,6 +31,9 @@ from dfsearch.codes import (
     Topology,
 )
 from dfsearch.errors import Issue
+from dfsearch.kernels.graph import sharding_choices
+from dfsearch.kernels.pieces import PiecesError, split_pieces
+from dfsearch.pins import pin_issues
 from dfsearch.placement import searched
 from dfsearch.spec import (
     ASSIGNMENT_STRATEGY_NAMES,
@@ -50,6 +53,8 @@ from dfsearch.spec import (
 from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
 from dfsearch.workloads import WORKLOADS, model_of
 from dfsearch.workloads.base import FieldRange
+from dfsearch.workloads.llm import partitions_graph
+from dfsearch.workloads.speculative import speculative_issues
 
 __all__ = [
     "validate_spec",
@@ -414,8 +419,6 @@ def _check_kernel(s: IssueSink, kp: str, k: Kernel, sharding_rules: bool) -> Non
 
 
 def _check_choice(s: IssueSink, kp: str, k: Kernel) -> None:
-    from dfsearch.kernels.graph import sharding_choices
-
     if any(getattr(k, d) < 1 for d in ("outer", "m", "k", "n")):
         return  # already reported
     allowed = sharding_choices(replace(k, sharding=None))
@@ -555,14 +558,10 @@ def validate_parts(
         if search is not None and search.stage_cuts:
             _check_stage_cuts(s, graph, workload)
     if graph is not None and graph_ok and execution is not None:
-        from dfsearch.pins import pin_issues
-
         s.issues += pin_issues(graph, execution)
     if training is not None:
         _check_training(s, training, graph, workload)
     if speculative is not None:
-        from dfsearch.workloads.speculative import speculative_issues
-
         speculative_issues(s, speculative, workload, search)
     if search is not None:
         s.ge("search.time_limit_s", search.time_limit_s)
@@ -585,8 +584,6 @@ def validate_parts(
 def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: System | None) -> None:
     """DFModel's pipeline partitioning (``workload.partition_graph``): a fixed pp size no
     larger than the kernels (every partition holds one)."""
-    from dfsearch.workloads.llm import partitions_graph
-
     if not partitions_graph(workload):
         return
     if system is None:
@@ -601,8 +598,6 @@ def _check_partition(s: IssueSink, graph: Graph, workload: Workload, system: Sys
 def _check_stage_cuts(s: IssueSink, graph: Graph, workload: Workload) -> None:
     """``search.stage_cuts = true``: only a whole model in pipeline pieces has stage boundaries
     to cut (``cost/stage_cuts.py``)."""
-    from dfsearch.kernels.pieces import PiecesError, split_pieces
-
     staged = (workload.kind.label == "llm" and not getattr(workload, "partition_graph", False)
               and getattr(workload, "num_layer", 1) > getattr(workload, "num_layer_in_graph", 1))  # fmt: skip
     try:
@@ -619,8 +614,6 @@ def _check_stage_cuts(s: IssueSink, graph: Graph, workload: Workload) -> None:
 def _check_pieces(s: IssueSink, graph: Graph, workload: Workload) -> None:
     """A stacked LLM graph run more than once per micro-batch: its kernels outside the layers
     must be ends of the model (``kernels/pieces.py``)."""
-    from dfsearch.kernels.pieces import PiecesError, split_pieces
-
     if getattr(workload, "partition_graph", False):
         return  # the graph is cut into partitions, not run in pieces
     if getattr(workload, "num_layer", 1) <= getattr(workload, "num_layer_in_graph", 1):
@@ -984,8 +977,6 @@ def _check_graph_execution(s: IssueSink, g: Graph, e: Execution, *, order: bool)
 
 def _check_llm_tiling(s: IssueSink, g: Graph) -> None:
     """Kernels whose sharding the LLM inter-chip pass chooses need a legal one (docs/model.md)."""
-    from dfsearch.kernels.graph import sharding_choices
-
     for i, k in enumerate(g.kernels):
         if k.sharding is not None:
             continue
