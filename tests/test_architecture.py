@@ -289,9 +289,14 @@ def cycle_problems(edges: dict[str, dict[str, int]], known=KNOWN_CYCLES) -> list
         )
         out.append(f"{what}: {sorted(cycle)}; remove one of the imports {cut}")
     for k in known:
-        now = frozenset().union(*(c for c in cycles if c & k)) & k
+        parts = [c for c in cycles if c & k]
+        now = frozenset().union(*parts) & k
+        if len(parts) > 1:
+            out.append(f"the cycle {sorted(k)} split into {[sorted(c) for c in parts]}: record "
+                       "them in KNOWN_CYCLES")
         if now != k:
-            out.append(f"cycle {sorted(k)} shrank to {sorted(now)}: lower KNOWN_CYCLES")
+            out.append(f"modules {sorted(k - now)} left the cycle {sorted(k)}: remove them from "
+                       "KNOWN_CYCLES (a cycle of fewer than two modules goes)")
     return out
 
 
@@ -320,7 +325,10 @@ def test_cycle_problems_name_the_modules_and_an_edge():
     toy = {"a": {"b": 3}, "b": {}, "c": {"d": 2}, "d": {"c": 4}}
     (new, shrank) = cycle_problems(toy, known)
     assert new.startswith("a new cycle: ['c', 'd']") and "c -> d (c.py:2)" in new
-    assert shrank.startswith("cycle ['a', 'b'] shrank to []")
+    assert shrank.startswith("modules ['a', 'b'] left the cycle ['a', 'b']")
+    toy = {"a": {"b": 1}, "b": {"a": 1}, "c": {"d": 1}, "d": {"c": 1}}
+    (split,) = cycle_problems(toy, (frozenset("abcd"),))
+    assert split.startswith("the cycle ['a', 'b', 'c', 'd'] split into [['a', 'b'], ['c', 'd']]")
 
 
 def test_import_graph_reads_relative_and_lazy_imports(tmp_path):
