@@ -399,7 +399,9 @@ def eval_(
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
         if not ev.feasible:
             extra |= {"violation_unit": UNITS.get(ev.status, ""), "violation_message": violation_text(s, ev)}
-        res = RunResult(s, ev, stats, stages=stages, partition=part)
+        from dfsearch.plan import kind_of
+
+        res = RunResult(s, ev, stats, stages=stages, partition=part, plan=kind_of(s).name)
         _write_json(_finite(res.to_json() | extra), json_out)
     if not ev.feasible:
         from dfsearch.explain import violation_text

@@ -328,7 +328,7 @@ def partition_lines(plan: PartitionPlan) -> list[str]:
 def stage_lines(plan: StagePlan) -> list[str]:
     """The pipeline stages of a whole model and the mappings of its ends (docs/model.md,
     "Pipeline stages of a whole model")."""
-    t_max = max(st.time_ns for st in plan.stages)
+    t_max = plan.slowest_ns
     slow = next(i for i, st in enumerate(plan.stages) if st.time_ns == t_max)
     rest = sum(st.time_ns for st in plan.stages) - t_max
     lines = [
@@ -394,7 +394,7 @@ def _speculative_lines(sp: SpeculativeResult) -> list[str]:
         + f": draft step {format_seconds(sp.draft_ns)}, verify step "
         f"{format_seconds(sp.verify_ns)}, K x draft + verify = {format_seconds(sp.cycle_ns)}",
         f"          time per token (K x T_draft + T_verify) / E = "
-        f"{format_seconds(sp.time_per_token_ns)}: {sp.tokens_per_s_replica * sp.dp:,.6g} tokens/s"
+        f"{format_seconds(sp.time_per_token_ns)}: {sp.tokens_per_s:,.6g} tokens/s"
         f" ({sp.tokens_per_s_replica:,.6g} per replica), speedup {sp.speedup:.3g}x over plain "
         f"TPOT {format_seconds(sp.plain_tpot_ns)}",
         f"          {sp.shapes} shape(s) searched, {sp.evaluations:,} evaluations; {proof}",

@@ -17,7 +17,24 @@ if TYPE_CHECKING:
     from dfsearch.cost.stages import StagePlan
     from dfsearch.search.speculative import SpeculativeResult
 
-__all__ = ["SearchStats", "RunResult", "PhaseResult", "Violation", "format_bytes"]
+__all__ = ["SearchStats", "RunResult", "PhaseResult", "Violation", "format_bytes", "HEADLINE"]
+
+#: the headline figures of a run beside ``final_s`` and ``utilization``, by name: what a user
+#: of its plan reads first (``RunResult.headline``; the JSON's ``headline`` and the columns of
+#: a sweep's results table, docs/studies.md). None where they do not apply.
+HEADLINE = (
+    "plan",  # the plan kind that ran (docs/design.md: single, stages, partition, speculative)
+    "batch",  # llm_serving: sequences per replica in a step
+    "tokens_per_s",  # llm_serving: of the system (prefill: prompt tokens; decode: generated)
+    "ttft_s",  # llm_serving prefill: time to first token (= final_s)
+    "tpot_s",  # llm_serving decode: time per output token (= final_s)
+    "e2e_latency_s",  # llm_serving decode: output_len x TPOT
+    "speculative_tokens_per_s",  # [speculative]: tokens/s of the system
+    "speculative_time_per_token_s",  # [speculative]: (K x T_draft + T_verify) / E
+    "speculative_speedup",  # [speculative]: plain TPOT / speculative time per token
+    "stages",  # stages: pipeline stages; partition: pipeline partitions
+    "slowest_stage_s",  # stages: T_max per micro-batch; partition: the slowest's latency
+)
 
 
 def format_bytes(x: float) -> str:
@@ -184,6 +201,26 @@ class RunResult:
     def status(self) -> RunStatus:
         return self.search.status
 
+    def headline(self) -> dict[str, Any]:
+        """The run's headline figures (every name of ``HEADLINE``, None where it does not
+        apply): the one definition behind the JSON's ``headline`` and a sweep's row."""
+        out: dict[str, Any] = dict.fromkeys(HEADLINE)
+        out["plan"] = self.plan or None
+        ev, sp = self.evaluation, self.speculative
+        if ev is None:
+            return out
+        out |= _serving_headline(ev)
+        if sp is not None and sp.draft is not None:
+            out |= {"speculative_tokens_per_s": sp.tokens_per_s,
+                    "speculative_time_per_token_s": sp.time_per_token_ns / 1e9,
+                    "speculative_speedup": sp.speedup}  # fmt: skip
+        if self.stages is not None:
+            out |= {"stages": len(self.stages.stages), "slowest_stage_s": self.stages.slowest_ns / 1e9}
+        elif self.partition is not None:
+            out |= {"stages": len(self.partition.partitions),
+                    "slowest_stage_s": self.partition.slowest_ns / 1e9}  # fmt: skip
+        return out
+
     def infeasible_message(self) -> str:
         """Why there is no mapping: the binding constraints with their true amounts."""
         s = self.search
@@ -240,6 +277,7 @@ class RunResult:
             "notes": list(self.search.notes),
         }
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
+        out["headline"] = self.headline()
         if self.plan:
             out["plan"] = {"kind": self.plan, "phases": [p.to_json() for p in self.phases]}
         if self.speculative is not None:
@@ -314,6 +352,18 @@ def _evaluation_json(spec: Spec, ev: Evaluation, names: tuple[str, ...] | None =
         **_serving_json(ev),
         **({} if ev.final_latency_ns is None else {"final_latency_ns": ev.final_latency_ns}),
     }
+
+
+def _serving_headline(ev: Evaluation) -> dict[str, Any]:
+    """The serving part of ``RunResult.headline`` (nothing for other workloads)."""
+    from dfsearch.workloads.serving import serving_metrics
+
+    m = serving_metrics(ev)
+    if m is None:
+        return {}
+    return {"batch": m.batch, "tokens_per_s": m.tokens_per_s,
+            f"{m.latency_name}_s": m.step_ns / 1e9,
+            "e2e_latency_s": None if m.e2e_ns is None else m.e2e_ns / 1e9}  # fmt: skip
 
 
 def _serving_json(ev: Evaluation) -> dict[str, Any]:

@@ -68,7 +68,7 @@ BAD_TABLES = [  # (line, old text, new text, what the message must say)
     (1, "point,", "pt,", "line 1, column 1 must be 'point'. Got 'pt'"),
     (1, "memory,", "accelerator,", "line 1, column 3 repeats the column 'accelerator'"),
     (1, ",digest", ",digestX", "line 1 lacks the columns digest"),
-    (2, "0,h100,ddr,", "0,h100,", "line 2 has 31 cells; the header has 32 columns"),
+    (2, "0,h100,ddr,", "0,h100,", "line 2 has 42 cells; the header has 43 columns"),
     (2, "0,h100,", "x,h100,", "line 2, column 'point' must be an integer >= 0. Got 'x'"),
     (3, "1,h100,", "-1,h100,", "line 3, column 'point' must be an integer >= 0. Got '-1'"),
     (2, "optimal,1.0,", "optimal,fast,", "line 2, column 'final_s' must be a finite number > 0 or empty. Got 'fast'"),
@@ -80,6 +80,9 @@ BAD_TABLES = [  # (line, old text, new text, what the message must say)
     (4, "DRAM, too small", 'DRAM" x', "line 4 is not valid CSV"),
     (2, ",10.0,", ",,", "line 2, column 'system_cost' is empty, but final_s is set"),
     (3, ",,,", ",\x00,,", "line 3, column 'throughput_per_s' must be a finite number or empty. Got '\\x00'"),
+    (1, ",message,plan,", ",message,plan,plan,", "line 1, column 34 repeats the column 'plan'"),
+    (2, "0123456789abcdef,,", "0123456789abcdef,,two words", "line 2, column 'plan' must be a plan kind's name"),
+    (2, "0123456789abcdef,,,", "0123456789abcdef,,,-2", "line 2, column 'batch' must be an integer >= 0. Got '-2'"),
 ]
 
 
@@ -109,6 +112,21 @@ def test_good_table_reads_and_a_cut_last_row_is_left_out_with_a_note(tmp_path):
     assert [r["point"] for r in read_table(path)[1]] == [0, 1, 2]
     r = CliRunner().invoke(app, ["pareto", str(path)])
     assert r.exit_code == 0 and "line 5 has no line end" in r.output and "2 of 2 feasible points" in r.output
+
+
+def test_a_table_without_the_headline_columns_reads_them_empty(tmp_path):
+    """A table written before the plan's headline columns (``result.HEADLINE``) still reads
+    (``pareto``, ``plot``); its rows hold None there. Resuming it is refused (other columns)."""
+    from dfsearch.result import HEADLINE
+
+    path = good_table(tmp_path)
+    lines = path.read_text().splitlines()
+    cut = len(HEADLINE)
+    path.write_text("".join(",".join(line.split(",")[:-cut]) + "\n" for line in lines))
+    header, rows = read_table(path)
+    assert "plan" not in header and [r["final_s"] for r in rows] == [1.0, 2.0, None]
+    assert all(r[name] is None for r in rows for name in HEADLINE)
+    assert CliRunner().invoke(app, ["pareto", str(path)]).exit_code == 0
 
 
 def test_empty_or_missing_table_exit_2(tmp_path):

@@ -144,6 +144,17 @@ def test_table_of_another_study_is_refused(tmp_path):
         sweep(load_study(other), tmp_path / "out")
 
 
+def test_table_of_another_version_is_refused_saying_so(tmp_path):
+    """A table whose axis columns match but whose result columns differ (written before the
+    headline columns) is refused as another version's."""
+    path = make_study(tmp_path)
+    sweep(load_study(path), tmp_path / "out")
+    table = tmp_path / "out" / "results.csv"
+    table.write_text("".join(",".join(line.split(",")[:-1]) + "\n" for line in table.read_text().splitlines()))
+    with pytest.raises(SpecError, match=r"has the result columns of another version of dfsearch.*--fresh"):
+        sweep(load_study(path), tmp_path / "out")
+
+
 @pytest.mark.slow
 def test_same_table_whatever_jobs(tmp_path):
     """Determinism: same study and seed, identical table for --jobs 1 and 2 (the seconds

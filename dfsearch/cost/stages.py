@@ -99,6 +99,11 @@ class StagePlan:
     cut_bytes: dict[str, float] = field(default_factory=dict)
 
     @property
+    def slowest_ns(self) -> float:
+        """The slowest stage's time per micro-batch (T_max: it sets the pace)."""
+        return max(st.time_ns for st in self.stages)
+
+    @property
     def has_cuts(self) -> bool:
         return any(s.ends_after for s in self.stages)
 

@@ -83,6 +83,11 @@ class SpeculativeResult:
         return self.batch * 1e9 / self.time_per_token_ns
 
     @property
+    def tokens_per_s(self) -> float:
+        """Of the system: per replica x DP."""
+        return self.tokens_per_s_replica * self.dp
+
+    @property
     def speedup(self) -> float:
         """TPOT of plain decode / time per token of speculative decoding."""
         return self.plain_tpot_ns / self.time_per_token_ns
@@ -106,7 +111,7 @@ class SpeculativeResult:
             "time_per_token_s": self.time_per_token_ns / 1e9 if found else None,
             "time_per_token_formula": "(K x T_draft + T_verify) / E",
             "tokens_per_s_replica": self.tokens_per_s_replica if found else None,
-            "tokens_per_s": self.tokens_per_s_replica * self.dp if found else None,
+            "tokens_per_s": self.tokens_per_s if found else None,
             "plain_tpot_s": self.plain_tpot_ns / 1e9,
             "speedup": self.speedup if found else None,
             "draft_optimal": self.draft.search.optimal if found else None,  # type: ignore[union-attr]

@@ -29,6 +29,7 @@ from dfsearch.spec import Spec
 from dfsearch.study.folder import folder_lock, output_folder
 from dfsearch.study.study import Point, Study, cell
 from dfsearch.study.table import (
+    METRICS,
     TableReader,
     TableWriter,
     axis_value,
@@ -132,6 +133,7 @@ def _metrics(result: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "status": result.status.label, "lower_bound_s": s.lower_bound_s,
         "evaluations": s.evaluations, "seconds": s.seconds, "seed": s.seed,
+        **result.headline(),  # the plan's own figures (result.HEADLINE), as in the JSON
     }  # fmt: skip
     ev = result.evaluation
     if ev is None:
@@ -273,6 +275,8 @@ def _resume(study: Study, path: Path, header: list[str], fresh: bool) -> _Resume
     with TableReader(path) as reader:
         if reader.header and reader.header != header:
             msg = f"{path} has the columns of another study ({', '.join(reader.header[:6])}, ...). {hint}"
+            if [c for c in reader.header if c not in METRICS] == [c for c in header if c not in METRICS]:
+                msg = f"{path} has the result columns of another version of dfsearch. {hint}"
             raise SpecError(Issue("", msg), file=study.file)
         for row in reader.rows(seen=done):  # adds each row's point to done
             check(row)

@@ -18,6 +18,7 @@ from typing import Any
 
 from dfsearch.codes import RunStatus
 from dfsearch.errors import Issue, SpecError
+from dfsearch.result import HEADLINE
 
 __all__ = ["METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", "TableReader", "read_table", "table_path"]
 
@@ -28,14 +29,20 @@ METRICS = (
     "memory_ns", "network_ns", "all_config_ii_ns", "flop_per_chip", "dram_bytes_per_chip",
     "network_bytes_per_chip", "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s",
     "gap", "evaluations", "seconds", "seed", "digest", "message",
+    *HEADLINE,
 )  # fmt: skip
+#: the plan's headline figures (``dfsearch.result.HEADLINE``, last so that the columns before
+#: them keep their places); a table written before them reads without them
+OPTIONAL = frozenset(HEADLINE)
 FLOAT_COLUMNS = frozenset({
     "final_s", "throughput_per_s", "utilization", "system_cost", "system_power",
     "cost_efficiency", "power_efficiency", "compute_ns", "memory_ns", "network_ns",
     "all_config_ii_ns", "flop_per_chip", "dram_bytes_per_chip", "network_bytes_per_chip",
     "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s", "gap", "seconds",
+    "tokens_per_s", "ttft_s", "tpot_s", "e2e_latency_s", "speculative_tokens_per_s",
+    "speculative_time_per_token_s", "speculative_speedup", "slowest_stage_s",
 })  # fmt: skip
-INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed"})
+INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed", "batch", "stages"})
 
 CSV_NAME = "results.csv"
 _METRIC_SET = frozenset(METRICS) | {"point"}
@@ -196,10 +203,11 @@ class TableReader:
             if not name.strip() or name in h[:i]:
                 what = "is empty" if not name.strip() else f"repeats the column {name!r}"
                 raise self._fail(f", column {i + 1}", f"{what}: every column needs its own name. {_NOT_A_TABLE}")
-        missing = [m for m in METRICS if m not in h]
+        missing = [m for m in METRICS if m not in h and m not in OPTIONAL]
         if missing:
             raise self._fail("", f"lacks the columns {', '.join(missing)}: not a table of this version of 'dfsearch sweep'. {_NOT_A_TABLE}")
         self._converters = [(name, _converter(name)) for name in h]
+        self._absent = [m for m in METRICS if m not in h]  # read as empty cells
 
     def rows(self, seen: set[int] | None = None, keep: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """The rows in file order, typed (``None`` for an empty cell); each checked. ``seen``
@@ -229,6 +237,7 @@ class TableReader:
                 row[name] = convert(text)
             except ValueError as e:
                 raise self._fail(f", column {name!r}", f"{e}. Got {text!r} instead.") from None
+        row |= dict.fromkeys(self._absent)
         if row["final_s"] is not None:
             for name in _FEASIBLE_NEEDS:
                 if row[name] is None:
@@ -284,6 +293,13 @@ def _status_cell(text: str) -> str:
     return text
 
 
+def _plan_cell(text: str) -> str | None:
+    """A plan kind's name (``dfsearch.plan.PLAN_KINDS``; the registry is open, so any word)."""
+    if text and not (text.isascii() and text.replace("_", "").replace("-", "").isalnum()):
+        raise ValueError("must be a plan kind's name (single, stages, partition, speculative) or empty")
+    return text or None
+
+
 def _text_cell(text: str) -> str | None:
     return text if text != "" else None
 
@@ -296,6 +312,8 @@ def _converter(column: str) -> Callable[[str], Any]:
         return _status_cell
     if column == "final_s":
         return lambda text: _float_cell(text, positive=True)
+    if column == "plan":
+        return _plan_cell
     if column in INT_COLUMNS:
         return _int_cell
     if column in FLOAT_COLUMNS:
