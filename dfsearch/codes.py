@@ -341,6 +341,19 @@ class RunStatus(_Coded):
     def message(self) -> str:
         return _RUN_STATUS_MESSAGES[self]
 
+    @classmethod
+    def of_search(cls, *, found: bool, proven: bool, interrupted: bool, stopped: bool) -> RunStatus:
+        """The status of a search that ``found`` a mapping or not, ``proven`` it optimal (a
+        lower bound meets it) or not, and was ``interrupted`` (Ctrl-C) or ``stopped`` (a
+        budget or the time limit) or neither. A proof wins over how the search ended."""
+        if found and proven:
+            return cls.OPTIMAL
+        if interrupted:
+            return cls.INTERRUPTED
+        if stopped:
+            return cls.STOPPED_BY_LIMIT
+        return cls.FEASIBLE_NOT_PROVEN if found else cls.INFEASIBLE
+
 
 class ObjectiveKind(_Coded):
     """What the search minimises (``search.objective``; implementations in

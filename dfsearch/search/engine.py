@@ -413,16 +413,8 @@ def _result(st: SearchState, method: str, total: int, seconds: float, interrupte
     bound = min(st.open_bound, st.best_value())
     met = bound >= st.best_value() or (
         not st.stop and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
-    if best is not None and met:
-        status = RunStatus.OPTIMAL
-    elif interrupted:
-        status = RunStatus.INTERRUPTED
-    elif st.stop:
-        status = RunStatus.STOPPED_BY_LIMIT
-    elif best is None:
-        status = RunStatus.INFEASIBLE
-    else:
-        status = RunStatus.FEASIBLE_NOT_PROVEN
+    status = RunStatus.of_search(found=best is not None, proven=met, interrupted=interrupted,
+                                 stopped=bool(st.stop))
     notes = []
     if st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")

@@ -520,16 +520,9 @@ def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
     value = best[0] if best else math.inf
     bound = min(run.open_bound, value)
     met = best is not None and not run.stop and bound >= value - PROOF_REL_TOL * abs(value)
-    if met and run.proven and run.exact_cuts and run.exact_price:
-        status = RunStatus.OPTIMAL
-    elif run.stop == "interrupted":
-        status = RunStatus.INTERRUPTED
-    elif run.stop:
-        status = RunStatus.STOPPED_BY_LIMIT
-    elif best is None:
-        status = RunStatus.INFEASIBLE
-    else:
-        status = RunStatus.FEASIBLE_NOT_PROVEN
+    proven = met and run.proven and run.exact_cuts and run.exact_price
+    status = RunStatus.of_search(found=best is not None, proven=proven,
+                                 interrupted=run.stop == "interrupted", stopped=bool(run.stop))
     notes = []
     if not run.exact_cuts:
         notes.append("the graph has too many order ideals for the exact partitioning: the "

@@ -443,16 +443,8 @@ def _result(run: _Run, total: int, seconds: float, kind: Any) -> RunResult:
     value = best[0] if best else math.inf
     bound = min(run.open_bound, value)
     met = best is not None and not run.stop and (bound >= value - PROOF_REL_TOL * abs(value))
-    if met and run.proven:
-        status = RunStatus.OPTIMAL
-    elif run.stop == "interrupted":
-        status = RunStatus.INTERRUPTED
-    elif run.stop:
-        status = RunStatus.STOPPED_BY_LIMIT
-    elif best is None:
-        status = RunStatus.INFEASIBLE
-    else:
-        status = RunStatus.FEASIBLE_NOT_PROVEN
+    status = RunStatus.of_search(found=best is not None, proven=met and run.proven,
+                                 interrupted=run.stop == "interrupted", stopped=bool(run.stop))
     notes = list(dict.fromkeys(run.notes))
     if run.stop and run.stop != "interrupted":
         notes.append(f"{run.stop} after {run.solved + run.pruned} of {total} outer choices")
