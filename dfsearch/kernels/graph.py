@@ -13,12 +13,16 @@ Pure Python; computed once per spec, never in a hot loop.
 from __future__ import annotations
 
 import enum
+import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dfsearch.codes import Collective, ComputeType, Dim
 from dfsearch.spec import Graph, Kernel
 
 __all__ = [
+    "priority_topological_order",
     "Layout",
     "GraphStructure",
     "sharding_choices",
@@ -190,3 +194,21 @@ def relayout(up: Layout, down: Layout) -> Collective:
     if down is Layout.RR:
         return Collective.ALL_GATHER
     return Collective.ALL_TO_ALL
+
+
+def priority_topological_order(succ: Sequence[Sequence[int]], indegree: Sequence[int],
+                               key: Callable[[int], Any]) -> list[int]:
+    """The topological order of a DAG (successor lists, in-degrees) that always takes the
+    ready node of smallest ``key(node)`` (ties: the smaller node)."""
+    indeg = list(indegree)
+    ready = [(key(k), k) for k in range(len(indeg)) if indeg[k] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        out.append(k)
+        for d in succ[k]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                heapq.heappush(ready, (key(d), d))
+    return out

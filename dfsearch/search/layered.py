@@ -26,7 +26,6 @@ it can be, and when the answer meets a bound it is proven optimal after all.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import re
@@ -38,6 +37,7 @@ import numpy as np
 from dfsearch.codes import Phase
 from dfsearch.cost.layout import EdgeTable, KernelTable, Stat
 from dfsearch.cost.lower import Problem, fwd_bwd_bounds
+from dfsearch.kernels.graph import priority_topological_order
 
 __all__ = ["composed_order", "layered_split", "layer_of", "sub_problem", "CHUNK"]
 
@@ -175,17 +175,7 @@ def _priority_topological(problem: Problem, key: list[tuple[int, int, int]]) -> 
     for s, d in zip(problem.edges.src, problem.edges.dst):
         succ[int(s)].append(int(d))
         indeg[int(d)] += 1
-    ready = [(key[k], k) for k in range(n) if indeg[k] == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        _, k = heapq.heappop(ready)
-        out.append(k)
-        for d in succ[k]:
-            indeg[d] -= 1
-            if indeg[d] == 0:
-                heapq.heappush(ready, (key[d], d))
-    return np.asarray(out, np.int64)
+    return np.asarray(priority_topological_order(succ, indeg.tolist(), key.__getitem__), np.int64)
 
 
 # --------------------------------------------------------------------------- refine

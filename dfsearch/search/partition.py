@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from dfsearch.cost.partition import PartitionProblem
+from dfsearch.kernels.graph import priority_topological_order
 
 __all__ = ["PartitionProblem", "PartitionSolution", "PartitionInfeasible", "solve_partition",
            "brute_force", "search_partitioned", "IDEAL_LIMIT",
@@ -117,20 +118,7 @@ def _orders(pr: PartitionProblem, preds: list[int]) -> list[list[int]]:
         succ[s].append(d)
 
     def topo(key) -> list[int]:
-        import heapq
-
-        indeg = [bin(preds[k]).count("1") for k in range(n)]
-        heap = [(key(k), k) for k in range(n) if indeg[k] == 0]
-        heapq.heapify(heap)
-        out = []
-        while heap:
-            _, k = heapq.heappop(heap)
-            out.append(k)
-            for d in succ[k]:
-                indeg[d] -= 1
-                if indeg[d] == 0:
-                    heapq.heappush(heap, (key(d), d))
-        return out
+        return priority_topological_order(succ, [bin(preds[k]).count("1") for k in range(n)], key)
 
     depth = [0] * n  # longest path from a source
     for k in topo(lambda k: k):
