@@ -390,7 +390,7 @@ def eval_(
                  *(partition_lines(part) if part is not None and ev.feasible else [])]
         typer.echo("\n".join(lines))
     if json_out:
-        from dfsearch.result import RunResult, SearchStats
+        from dfsearch.result import SearchStats
 
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
@@ -401,7 +401,7 @@ def eval_(
             extra |= {"violation_unit": UNITS.get(ev.status, ""), "violation_message": violation_text(s, ev)}
         from dfsearch.plan import kind_of
 
-        res = RunResult(s, ev, stats, stages=stages, partition=part, plan=kind_of(s).name)
+        res = kind_of(s).mapping_result(s, ev, plan, stats)
         _write_json(_finite(res.to_json() | extra), json_out)
     if not ev.feasible:
         from dfsearch.explain import violation_text

@@ -14,10 +14,9 @@ from dfsearch.workloads import model_of
 if TYPE_CHECKING:
     from dfsearch.cost.partition import PartitionPlan
     from dfsearch.cost.stages import StagePlan
-    from dfsearch.search.speculative import SpeculativeResult
 
 __all__ = ["format_seconds", "describe_spec", "describe_graph", "format_evaluation", "format_run",
-           "stage_lines", "partition_lines"]
+           "stage_lines", "stage_timing", "partition_lines"]
 
 
 def format_seconds(ns: float) -> str:
@@ -123,10 +122,12 @@ def _config_table(ev: Evaluation, indent: str = "  ") -> list[str]:
     return lines
 
 
-def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan | None = None
-                      ) -> list[str]:
+def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan | None = None,
+                      *, timing: str | None = None) -> list[str]:
     """The mapping, its configurations, times, cost and memory; with ``plan`` (a whole model
-    in pipeline pieces) the configurations are the layer graph's and the time the stages'."""
+    in pipeline pieces) the configurations are the layer graph's and the time the stages'
+    (``stage_timing``); ``timing``, when given, is the text after ``final_s`` (a plan kind's:
+    ``PlanSection.timing``)."""
     d = ev.decision
     lines = [
         f"mapping   shape {' x '.join(map(str, d.shape))}: TP {ev.tp}, PP {ev.pp}, DP {ev.dp}; "
@@ -143,12 +144,10 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan 
         lines.append(f"status    INFEASIBLE: {why}")
         return lines
     lines += ["", *_config_table(ev)]
-    if plan is None:
-        timing = (f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p "
-                  f"{format_seconds(ev.p2p_ns)}, pipeline factor {ev.pipeline_factor:.6g}")
-    else:
-        timing = (f"slowest stage {format_seconds(max(st.time_ns for st in plan.stages))} per "
-                  f"micro-batch, p2p {format_seconds(plan.p2p_ns)}")
+    if timing is None:
+        timing = stage_timing(plan) if plan is not None else (
+            f"all-config II {format_seconds(ev.all_config_ii_ns)}, p2p "
+            f"{format_seconds(ev.p2p_ns)}, pipeline factor {ev.pipeline_factor:.6g}")
     lines += [
         "",
         f"time      {ev.final_s:.10g} s {_time_unit(ev)} (final_s); {timing}",
@@ -273,11 +272,8 @@ def format_run(result: RunResult, *, title: str = "") -> str:
     lines = [title] if title else []
     lines += describe_spec(result.spec)
     if ev is not None:
-        lines += format_evaluation(ev, result.spec, result.stages)
-        if result.stages is not None:
-            lines += stage_lines(result.stages)
-        if result.partition is not None:
-            lines += partition_lines(result.partition)
+        lines += format_evaluation(ev, result.spec, timing=result.section.timing())
+        lines += result.section.evaluation_lines()
     else:
         lines += ["", result.infeasible_message()]
     lines += [
@@ -294,8 +290,7 @@ def format_run(result: RunResult, *, title: str = "") -> str:
             + ("; a time limit makes the answer depend on machine speed" if "time" in s.stopped_by else "")
         )
     lines += [f"note      {n}" for n in s.notes]
-    if result.speculative is not None:
-        lines += _speculative_lines(result.speculative)
+    lines += result.section.closing_lines()
     return "\n".join(lines)
 
 
@@ -323,6 +318,12 @@ def partition_lines(plan: PartitionPlan) -> list[str]:
                      + ("  slowest (kept)" if c == plan.kept else ""))
     lines.append(f"          cut: {how}; {_si(plan.sent_bytes, 'B')} sent between partitions")
     return lines
+
+
+def stage_timing(plan: StagePlan) -> str:
+    """The timing of a whole model in pipeline stages: its slowest stage and its p2p."""
+    return (f"slowest stage {format_seconds(max(st.time_ns for st in plan.stages))} per "
+            f"micro-batch, p2p {format_seconds(plan.p2p_ns)}")
 
 
 def stage_lines(plan: StagePlan) -> list[str]:
@@ -375,28 +376,3 @@ def stage_lines(plan: StagePlan) -> list[str]:
         lines += [f"{label:<9} {len(plan.names[name])} kernels, tiles {e.decision.num_tile}, "
                   f"all-config II {format_seconds(e.all_config_ii_ns)}", *_config_table(e)]
     return lines
-
-
-def _speculative_lines(sp: SpeculativeResult) -> list[str]:
-    """The speculative-decoding search: E, the two steps, tokens/s and the speedup over the
-    plain decode above (docs/model.md, "Speculative decoding")."""
-    head = (f"specdec   {sp.scheme}, window K = {sp.window}, acceptance rate {sp.acceptance_rate:g}: "
-            f"E = (1 - p^(K+1)) / (1 - p) = {sp.expected_tokens:.4g} tokens per step "
-            f"({sp.verify_tokens} verified per sequence)")  # fmt: skip
-    proof = "proven optimal over shapes (every sub-search proven)" if sp.optimal else "not proven"
-    if sp.draft is None:
-        return [head, f"          no feasible shape ({sp.shapes} searched; {proof})",
-                *(f"          {n}" for n in sp.notes)]  # fmt: skip
-    return [
-        head,
-        f"          shape {'x'.join(map(str, sp.shape))}"
-        + (f" ({sp.placement})" if sp.placement else "")
-        + f": draft step {format_seconds(sp.draft_ns)}, verify step "
-        f"{format_seconds(sp.verify_ns)}, K x draft + verify = {format_seconds(sp.cycle_ns)}",
-        f"          time per token (K x T_draft + T_verify) / E = "
-        f"{format_seconds(sp.time_per_token_ns)}: {sp.tokens_per_s:,.6g} tokens/s"
-        f" ({sp.tokens_per_s_replica:,.6g} per replica), speedup {sp.speedup:.3g}x over plain "
-        f"TPOT {format_seconds(sp.plain_tpot_ns)}",
-        f"          {sp.shapes} shape(s) searched, {sp.evaluations:,} evaluations; {proof}",
-        *(f"          {n}" for n in sp.notes),
-    ]

@@ -15,9 +15,10 @@ from dfsearch.spec import Spec
 if TYPE_CHECKING:
     from dfsearch.cost.partition import PartitionPlan
     from dfsearch.cost.stages import StagePlan
-    from dfsearch.search.speculative import SpeculativeResult
+    from dfsearch.plan.speculative import SpeculativeResult
 
-__all__ = ["SearchStats", "RunResult", "PhaseResult", "Violation", "format_bytes", "HEADLINE"]
+__all__ = ["SearchStats", "RunResult", "PhaseResult", "PlanSection", "Violation", "format_bytes",
+           "HEADLINE"]
 
 #: the headline figures of a run beside ``final_s`` and ``utilization``, by name: what a user
 #: of its plan reads first (``RunResult.headline``; the JSON's ``headline`` and the columns of
@@ -158,6 +159,46 @@ class SearchStats:
         return self.status is RunStatus.OPTIMAL
 
 
+class PlanSection:
+    """What a plan kind adds to its result's report and JSON (``dfsearch/plan/``): a kind's
+    section subclasses this one, whose parts add nothing (a plain single-phase run). The
+    report and the JSON call these parts and never ask which kind ran."""
+
+    __slots__ = ()
+
+    def names(self) -> tuple[str, ...] | None:
+        """The kernels the evaluation's decision maps (None: the spec's graph)."""
+        return None
+
+    def mapping(self, spec: Spec) -> dict[str, Any]:
+        """The parts of a mapping file beside the decision (``docs/mapping.md``)."""
+        return {}
+
+    def headline(self) -> dict[str, Any]:
+        """The kind's own figures among ``HEADLINE``."""
+        return {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The kind's own top-level keys of the JSON."""
+        return {}
+
+    def timing(self) -> str | None:
+        """The report's timing after ``final_s`` (None: the single-phase one)."""
+        return None
+
+    def evaluation_lines(self) -> list[str]:
+        """The report's lines after the mapping's configurations and figures."""
+        return []
+
+    def closing_lines(self) -> list[str]:
+        """The report's lines after the search's status and notes."""
+        return []
+
+
+#: the section of a result that adds nothing
+NO_SECTION = PlanSection()
+
+
 @dataclass(frozen=True, slots=True)
 class PhaseResult:
     """One phase of a plan (``dfsearch/plan/``): its name, its role, how often it repeats
@@ -183,7 +224,7 @@ class RunResult:
     evaluation: Evaluation | None  #: None when no feasible mapping was found
     search: SearchStats
     violations: tuple[Violation, ...] = ()  #: when infeasible: the binding constraints
-    #: with ``[speculative]``: the speculative-decoding search (``search/speculative.py``)
+    #: with ``[speculative]``: the speculative-decoding search (``plan/speculative.py``)
     speculative: SpeculativeResult | None = None
     #: a whole model in pipeline pieces (``cost/stages.py``): the stages and the pieces
     stages: StagePlan | None = None
@@ -194,8 +235,10 @@ class RunResult:
     #: ``speculative``); "" for a single-phase search not run through a plan
     plan: str = ""
     #: the plan's phases, each with its full single-phase result (empty: a single-phase
-    #: search, or a plan whose pieces are not kept as results yet: ``stages``)
+    #: search not run through a plan)
     phases: tuple[PhaseResult, ...] = ()
+    #: what the plan kind adds to the report and the JSON (``PlanSection``)
+    section: PlanSection = NO_SECTION
 
     @property
     def status(self) -> RunStatus:
@@ -206,20 +249,9 @@ class RunResult:
         apply): the one definition behind the JSON's ``headline`` and a sweep's row."""
         out: dict[str, Any] = dict.fromkeys(HEADLINE)
         out["plan"] = self.plan or None
-        ev, sp = self.evaluation, self.speculative
-        if ev is None:
+        if self.evaluation is None:
             return out
-        out |= _serving_headline(ev)
-        if sp is not None and sp.draft is not None:
-            out |= {"speculative_tokens_per_s": sp.tokens_per_s,
-                    "speculative_time_per_token_s": sp.time_per_token_ns / 1e9,
-                    "speculative_speedup": sp.speedup}  # fmt: skip
-        if self.stages is not None:
-            out |= {"stages": len(self.stages.stages), "slowest_stage_s": self.stages.slowest_ns / 1e9}
-        elif self.partition is not None:
-            out |= {"stages": len(self.partition.partitions),
-                    "slowest_stage_s": self.partition.slowest_ns / 1e9}  # fmt: skip
-        return out
+        return out | _serving_headline(self.evaluation) | self.section.headline()
 
     def infeasible_message(self) -> str:
         """Why there is no mapping: the binding constraints with their true amounts."""
@@ -243,14 +275,8 @@ class RunResult:
         ev = self.evaluation
         lb = self.search.lower_bound_s
         if ev is not None:
-            names = self.stages.names["layers"] if self.stages is not None else None
-            if self.partition is not None:
-                names = self.partition.names
-            out |= _evaluation_json(self.spec, ev, names)
-            if self.stages is not None:  # the ends' parts of a mapping file
-                out |= self.stages.mapping()
-            if self.partition is not None:  # the partition parts of a mapping file
-                out |= self.partition.mapping(self.spec)
+            out |= _evaluation_json(self.spec, ev, self.section.names())
+            out |= self.section.mapping(self.spec)  # the plan's parts of a mapping file
         else:
             out["final_s"] = None
             out["violations"] = [v.to_json() for v in self.violations]
@@ -280,13 +306,7 @@ class RunResult:
         out["headline"] = self.headline()
         if self.plan:
             out["plan"] = {"kind": self.plan, "phases": [p.to_json() for p in self.phases]}
-        if self.speculative is not None:
-            out["speculative"] = self.speculative.to_json()
-        if self.stages is not None:
-            out["pipeline_stages"] = self.stages.to_json()
-        if self.partition is not None:
-            out["pipeline_partition"] = self.partition.to_json()
-        return out
+        return out | self.section.to_json()
 
 
 def _memory_json(spec: Spec, ev: Evaluation) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec
 from dfsearch.mapping import decision_to_mapping, mapping_to_toml
-from dfsearch.search.partition import (
+from dfsearch.plan.partition_cut import (
     PartitionInfeasible,
     PartitionProblem,
     brute_force,

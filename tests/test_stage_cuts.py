@@ -252,7 +252,7 @@ def test_every_outer_bound_with_cuts_is_below_its_solution() -> None:
     import math
 
     from dfsearch.kernels.pieces import split_pieces
-    from dfsearch.search import stages as stage_search
+    from dfsearch.plan import stages as stage_search
 
     spec = _small(True, pp=None)
     p = split_pieces(spec.graph)
@@ -285,7 +285,7 @@ def test_the_per_choice_cut_bound_is_below_the_solution(cut_run) -> None:
     import math
 
     from dfsearch.cost.stage_cuts import cut_points
-    from dfsearch.search import stages as stage_search
+    from dfsearch.plan import stages as stage_search
 
     r, base = cut_run
     spec, ev, plan = r.spec, r.evaluation, r.stages

@@ -23,7 +23,7 @@ from dfsearch.errors import SpecError
 from dfsearch.kernels.generators import generate
 from dfsearch.kernels.pieces import PiecesError, split_pieces, subgraph
 from dfsearch.loader import load_toml_spec
-from dfsearch.search import stages as stage_search
+from dfsearch.plan import stages as stage_search
 from dfsearch.spec import Connection, Graph
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gpt3_1.5B_a100x4.toml"

@@ -20,7 +20,7 @@ The inter-chip price of a partition c (``partition_problem``):
 * p2p: the bytes of every edge alive across c (produced in c or before, consumed after c)
   over the pipeline dimension's link bandwidth;
 
-latency(c) = compute + collectives + p2p (no overlap). ``search/partition.py`` finds the
+latency(c) = compute + collectives + p2p (no overlap). ``plan/partition_cut.py`` finds the
 partitioning with the fastest slowest partition, ties broken by the fewest bytes sent.
 
 Deliberate differences from DFModel's program, none of which changes its two published runs:
@@ -105,7 +105,7 @@ class PartitionPlan:
 
 @dataclass(frozen=True)
 class PartitionProblem:
-    """A DAG to cut into ``parts`` partitions (``search/partition.py``, module docstring)."""
+    """A DAG to cut into ``parts`` partitions (``plan/partition_cut.py``, module docstring)."""
 
     weight: tuple[float, ...]  #: w_k, ns
     edges: tuple[tuple[int, int], ...]  #: (src, dst) kernel indices

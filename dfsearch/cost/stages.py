@@ -176,7 +176,7 @@ def piece_spec(spec: Spec, members: tuple[int, ...], micro_batch: int, runs: int
     """The spec of one piece: its kernels, the micro-batch size pinned, its stage role. An
     ``end`` of the model (embedding, LM head) gets its configuration count searched
     (``num_config = "auto"``): the spec's count is the layer graph's. ``configs`` pins the
-    count (a part of the layer graph cut by a stage boundary: ``search/stages.py``)."""
+    count (a part of the layer graph cut by a stage boundary: ``plan/stages.py``)."""
     from dfsearch.kernels.pieces import subgraph
     from dfsearch.spec import AUTO
 

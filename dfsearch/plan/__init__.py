@@ -8,9 +8,13 @@ results (``result.phases``) and a status whose optimality claim composes: ``opti
 when every phase is proven and the plan's bound meets its value (``base.composed_status``).
 
 Adding a kind: a frozen dataclass with ``name``, ``summary``, ``applies(spec)``,
-``plan(spec)``, ``search(spec, ...)`` and ``evaluate_mapping(spec, mapping)``
-(``base.PlanKind``), registered in ``PLAN_KINDS``
+``plan(spec)``, ``search(spec, ...)``, ``evaluate_mapping(spec, mapping)`` and
+``mapping_result(...)`` (``base.PlanKind``), its result's ``section`` (``result.PlanSection``:
+what it adds to the report and the JSON), registered in ``PLAN_KINDS``
 (``tests/test_plan.py`` adds a toy kind: two pools, two phases, a transfer between them).
+The searches of the kinds live here too: ``stages.py``, ``partition.py`` (its cut:
+``partition_cut.py``) and ``speculative.py`` run ``search.engine.search`` (one spec, one
+graph) on each of their phases; nothing below this package knows a plan.
 
 >>> list(PLAN_KINDS)
 ['partition', 'stages', 'speculative', 'single']

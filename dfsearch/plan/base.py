@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation
 from dfsearch.placement import Placement
-from dfsearch.result import PhaseResult, RunResult
+from dfsearch.result import PhaseResult, RunResult, SearchStats
 from dfsearch.search.strategies.base import Progress
 from dfsearch.spec import Spec, System
 
@@ -41,15 +41,22 @@ PROOF_REL_TOL = 1e-12
 
 @dataclass(frozen=True, slots=True)
 class Pool:
-    """A named part of the system: its chips, with their own chip type and fabric (the
-    ``System`` they form)."""
+    """A named part of the system: its ``chips``, with their own chip type and fabric (the
+    ``System`` they form, of as many chips)."""
 
     name: str
+    chips: int
     system: System
 
-    @property
-    def num_chip(self) -> int:
-        return self.system.num_chip
+    def __post_init__(self) -> None:
+        if self.chips != self.system.num_chip:
+            raise ValueError(f"pool {self.name!r}: {self.chips} chips, but its system has "
+                             f"{self.system.num_chip}")  # fmt: skip
+
+    @staticmethod
+    def of(name: str, system: System) -> Pool:
+        """The pool of all of ``system``'s chips."""
+        return Pool(name, system.num_chip, system)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +111,32 @@ class Max:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """Phases on pools, the pins they share (a (shape, placement) every phase runs on, or
-    None: each phase searches its own) and the rule that composes them."""
+    """Phases on pools of ``system``'s chips, the pins they share (a (shape, placement) every
+    phase runs on, or None: each phase searches its own) and the rule that composes them.
+    Every phase runs on one of the pools, and the pools hold at most the system's chips."""
 
     kind: str
+    system: System
     pools: tuple[Pool, ...]
     phases: tuple[Phase, ...]
     rule: Rule
     pinned: tuple[tuple[int, ...], Placement | None] | None = None
+
+    def __post_init__(self) -> None:
+        names = [q.name for q in self.pools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"plan {self.kind!r}: pool names repeat: {names}")
+        lost = [ph.name for ph in self.phases if ph.pool not in names]
+        if lost:
+            raise ValueError(f"plan {self.kind!r}: phases {lost} run on no pool of {names}")
+        chips = sum(q.chips for q in self.pools)
+        if chips > self.system.num_chip:
+            raise ValueError(f"plan {self.kind!r}: its pools hold {chips} chips, the system "
+                             f"{self.system.num_chip}")  # fmt: skip
+
+    def pool(self, name: str) -> Pool:
+        """The pool called ``name``."""
+        return next(q for q in self.pools if q.name == name)
 
 
 #: the search a plan kind runs: (spec, seed, time limit, work budget, progress) -> result
@@ -140,6 +165,12 @@ class PlanKind(Protocol):
     def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, Any]:
         """The mapping file ``mapping`` evaluated on ``spec`` (``dfsearch eval``): (the
         evaluation, the kind's plan record: ``StagePlan``, ``PartitionPlan`` or None)."""
+        ...
+
+    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: Any,
+                       stats: SearchStats) -> RunResult:
+        """The result of a given mapping (``evaluate_mapping``'s evaluation and record) with
+        the kind's section, as ``dfsearch eval --json`` writes it."""
         ...
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from dfsearch.cost.model import Evaluation, evaluate
 from dfsearch.mapping import load_mapping
 from dfsearch.plan.base import Phase, Plan, Pool, WeightedSum
-from dfsearch.result import PhaseResult, RunResult
+from dfsearch.result import PhaseResult, RunResult, SearchStats
 from dfsearch.search.engine import search
 from dfsearch.search.strategies.base import Progress
 from dfsearch.spec import Spec
@@ -26,7 +26,7 @@ class Single:
         return True
 
     def plan(self, spec: Spec) -> Plan:
-        return Plan(self.name, (Pool("all", spec.system),), (Phase("main", spec),),
+        return Plan(self.name, spec.system, (Pool.of("all", spec.system),), (Phase("main", spec),),
                     WeightedSum((1.0,)))  # fmt: skip
 
     def search(self, spec: Spec, *, seed: int | None = None, time_limit_s: float | None = None,
@@ -35,10 +35,13 @@ class Single:
                    progress=progress)  # fmt: skip
         return replace(r, phases=(PhaseResult("main", "main", r),))
 
-
     def evaluate_mapping(self, spec: Spec, mapping: str | Path) -> tuple[Evaluation, None]:
         """The mapping file's one decision evaluated on ``spec`` (``dfsearch eval``)."""
         return evaluate(spec, load_mapping(mapping, spec)), None
+
+    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: None,
+                       stats: SearchStats) -> RunResult:
+        return RunResult(spec, evaluation, stats, plan=self.name)
 
 
 SINGLE = Single()

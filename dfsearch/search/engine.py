@@ -171,7 +171,7 @@ def search(
     spec's ``search.max_evaluations``) is the work budget. Ctrl-C stops the search and
     returns the best mapping found so far (``RunStatus.INTERRUPTED``). ``pinned`` = (shape,
     placement) searches only the outer choices on that network shape and placement (the
-    speculative-decoding search solves its two steps on one shape: ``search/speculative.py``).
+    speculative-decoding search solves its two steps on one shape: ``plan/speculative.py``).
 
     One phase only: the spec's graph is searched as it is. A whole model in pipeline pieces
     or a graph cut into pipeline partitions is a plan of several searches
