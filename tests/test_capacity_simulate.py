@@ -1,0 +1,210 @@
+"""The request-level serving simulation against closed forms and the properties it must keep."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dfsearch.capacity.metrics import Price, Slo, per_request, summarize
+from dfsearch.capacity.scheduler import ReplicaEngine, Scheduler
+from dfsearch.capacity.simulate import Deployment, simulate
+from dfsearch.capacity.steps import AffineSteps
+from dfsearch.capacity.traffic import Fixed, LogNormal, Poisson, Traffic, Uniform, requests
+from dfsearch.capacity.traffic import Requests as Reqs
+from dfsearch.codes import Router
+from dfsearch.errors import SpecError
+
+
+def _at(arrivals, prompts, outputs) -> Reqs:
+    return Reqs(np.asarray(arrivals, dtype=np.float64), np.asarray(prompts, dtype=np.int64),
+                np.asarray(outputs, dtype=np.int64))
+
+
+# ---- M/D/1 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("rho", "n", "seeds"), [(0.5, 50_000, (1, 2, 3)), (0.8, 200_000, (1, 2, 3))])
+def test_batch_of_one_is_an_md1_queue(rho, n, seeds):
+    """Batch cap 1, fixed prompt P, one output token, Poisson arrivals: each request is one
+    prefill iteration of D = base + per_token P + per_context P seconds, served first come
+    first served, so the mean TTFT is the M/D/1 wait rho D / (2 (1 - rho)) (Pollaczek-
+    Khinchine with a deterministic service) plus D. Within 3 % for several seeds."""
+    steps = AffineSteps(base_s=0.002, per_token_s=1e-5, per_context_token_s=1e-7)
+    p = 256
+    d = 0.002 + 1e-5 * p + 1e-7 * p
+    expected = rho * d / (2 * (1 - rho)) + d
+    for seed in seeds:
+        reqs = requests(Traffic(Poisson(rho / d), Fixed(p), Fixed(1)), n, seed=seed)
+        out = simulate(reqs, Deployment(steps, kv_capacity_bytes=1024), Scheduler(max_batch=1, token_budget=p))
+        ttft = np.mean(out.first_token_s - reqs.arrival_s)
+        assert abs(ttft / expected - 1) < 0.03, (seed, ttft, expected)
+
+
+# ---- batching, chunking and preemption in closed form -----------------------------------------
+@pytest.mark.parametrize(("prompt", "budget"), [(1000, 64), (64, 64), (65, 64), (7, 3), (1, 1)])
+def test_chunked_prefill_takes_ceil_prompt_over_budget_iterations(prompt, budget):
+    """Alone, a prompt of P tokens with a budget of T per iteration is prefilled in chunks of
+    T (the last one the rest): its first token comes after ceil(P / T) iterations, each
+    costing base + per_token x chunk + per_context x (the prompt tokens prefilled so far)."""
+    a, b, c = 1.0, 0.01, 0.0001
+    k = math.ceil(prompt / budget)
+    ends = [min(i * budget, prompt) for i in range(1, k + 1)]
+    chunks = [e - s for s, e in zip([0, *ends], ends)]
+    expected = sum(a + b * x + c * e for x, e in zip(chunks, ends))
+    out = simulate(_at([0.0], [prompt], [1]), Deployment(AffineSteps(a, b, c), kv_capacity_bytes=4096),
+                   Scheduler(max_batch=1, token_budget=budget))
+    assert out.first_token_s[0] == pytest.approx(expected, rel=1e-12)
+    assert out.iterations.tolist() == [k]
+
+
+def test_continuous_batching_shares_iterations():
+    """Two requests at t = 0 (P = 10, O = 5), batch cap 2, budget 20: one iteration prefills
+    both (20 tokens, context 20), then 4 decode iterations of 2 sequences at context
+    2 (10 + j). With cap 1 the second waits for the first."""
+    a, b, c = 1.0, 0.1, 0.01
+    steps = AffineSteps(a, b, c)
+    t1 = a + 20 * b + 20 * c
+    both = t1 + sum(a + 2 * b + c * 2 * (10 + j) for j in range(1, 5))
+    out = simulate(_at([0, 0], [10, 10], [5, 5]), Deployment(steps, 4096), Scheduler(2, 20))
+    assert out.first_token_s.tolist() == pytest.approx([t1, t1], rel=1e-12)
+    assert out.finish_s.tolist() == pytest.approx([both, both], rel=1e-12)
+    alone = (a + 10 * b + 10 * c) + sum(a + b + c * (10 + j) for j in range(1, 5))
+    out = simulate(_at([0, 0], [10, 10], [5, 5]), Deployment(steps, 4096), Scheduler(1, 20))
+    assert out.finish_s.tolist() == pytest.approx([alone, 2 * alone], rel=1e-12)
+
+
+def test_decodes_first_then_prefill_chunks_take_the_rest_of_the_budget():
+    """Budget 15, cap 2, both P = 10 at t = 0: iteration 1 prefills request 0 whole and 5
+    tokens of request 1 (context 10 + 5); iteration 2 decodes request 0 (1 token, context 11)
+    and prefills request 1's last 5 (context 10): request 1's first token comes then."""
+    a, b, c = 1.0, 0.1, 0.01
+    t1 = a + 15 * b + 15 * c
+    t2 = t1 + a + 6 * b + 21 * c
+    out = simulate(_at([0, 0], [10, 10], [2, 2]), Deployment(AffineSteps(a, b, c), 4096), Scheduler(2, 15))
+    assert out.first_token_s.tolist() == pytest.approx([t1, t2], rel=1e-12)
+
+
+def test_preemption_by_hand():
+    """One-token blocks, 12 of them, two requests at t = 0 with P = 4, O = 6, 1 s per
+    iteration. Both prefill in iteration 0 (8 blocks); iterations 1 and 2 take the other 4;
+    iteration 3 preempts the newer request (B, 3 tokens generated, 6 blocks back). A goes on
+    alone, finishing at t = 6 (iteration 5). B is admitted again at iteration 6: it
+    recomputes 4 + 3 tokens in one chunk (its 4th token), decodes two more and finishes at 9."""
+    out = simulate(_at([0, 0], [4, 4], [6, 6]), Deployment(AffineSteps(1.0, 0.0), kv_capacity_bytes=12),
+                   Scheduler(max_batch=2, token_budget=8, block_tokens=1))
+    assert out.first_token_s.tolist() == [1.0, 1.0]
+    assert out.finish_s.tolist() == [6.0, 9.0]
+    assert out.preemptions.tolist() == [0, 1]
+    assert out.peak_kv_blocks.tolist() == [12]
+
+
+def test_small_kv_preempts_yet_every_request_finishes():
+    reqs = requests(Traffic(Poisson(40.0), Uniform(20, 200), Uniform(50, 300)), 400, seed=4)
+    steps = AffineSteps(0.01, 1e-4, 1e-7)
+    out = simulate(reqs, Deployment(steps, kv_capacity_bytes=1024), Scheduler(16, 256, block_tokens=16))
+    assert out.preemptions.sum() > 0
+    assert np.isfinite(out.finish_s).all()
+    assert (reqs.arrival_s < out.first_token_s).all() and (out.first_token_s <= out.finish_s).all()
+    assert (out.peak_kv_blocks <= out.kv_blocks).all()
+    # every token after the first takes an iteration of at least base + per_token seconds
+    assert (out.finish_s - out.first_token_s >= (reqs.output_tokens - 1) * (0.01 + 1e-4) * (1 - 1e-12)).all()
+
+
+def test_a_request_that_cannot_fit_the_kv_cache_is_refused():
+    with pytest.raises(SpecError, match=r"requests\[1\] needs 3 KV blocks .* a replica holds 2"):
+        simulate(_at([0, 1], [4, 8], [1, 2]), Deployment(AffineSteps(1.0, 0.0), 8), Scheduler(1, 8, block_tokens=4))
+
+
+# ---- runs of unchanged iterations, determinism, routing ----------------------------------------
+def _config(seed: int):
+    rng = np.random.Generator(np.random.PCG64(seed))
+    traffic = Traffic(Poisson(float(rng.uniform(5, 60))), LogNormal(200, 0.7, 8, 1500), Uniform(1, 200))
+    reqs = requests(traffic, 600, seed=seed)
+    steps = AffineSteps(0.004, float(rng.uniform(1e-6, 5e-5)), float(rng.uniform(0, 1e-7)))
+    kv = float(rng.choice([3e3, 6e3, 1e6]))  # the small ones preempt (a request needs <= 1700)
+    deployment = Deployment(steps, kv, replicas=1 + seed % 3, router=Router(seed % 2))
+    cap = int(rng.integers(1, 40))
+    return reqs, deployment, Scheduler(cap, cap + int(rng.integers(0, 512)), block_tokens=int(rng.choice([1, 16])))
+
+
+@pytest.mark.parametrize("seed", range(100, 106))  # 102, 104, 105 preempt; both routers
+def test_runs_of_unchanged_iterations_equal_one_at_a_time(seed, monkeypatch):
+    reqs, deployment, scheduler = _config(seed)
+    fast = simulate(reqs, deployment, scheduler)
+    monkeypatch.setattr(ReplicaEngine, "_run_unchanged", lambda self, t: False)
+    slow = simulate(reqs, deployment, scheduler)
+    for name in ("replica", "preemptions", "iterations", "peak_kv_blocks"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    for name in ("first_token_s", "finish_s", "kv_block_s"):
+        assert np.allclose(getattr(fast, name), getattr(slow, name), rtol=1e-9, atol=0), name
+
+
+def test_same_inputs_same_result_bit_for_bit():
+    reqs, deployment, scheduler = _config(7)
+    deployment = Deployment(deployment.steps, 3e3, replicas=3, router=Router.LEAST_LOADED)
+    a, b = simulate(reqs, deployment, scheduler), simulate(reqs, deployment, scheduler)
+    assert a.preemptions.sum() > 0
+    for name in ("replica", "first_token_s", "finish_s", "preemptions", "kv_block_s", "iterations"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_routers():
+    """Replicas of batch 1, 1 s per iteration. Request 0 (t = 0) decodes until t = 100 on
+    replica 0; request 1 (t = 0.5, one token) is done on replica 1 at t = 1.5; request 2
+    (t = 2) goes to replica 0 in turn (round robin), to the idle replica 1 when least
+    loaded. Request 0 itself: a tie of two idle replicas goes to replica 0."""
+    reqs = _at([0.0, 0.5, 2.0], [1, 1, 1], [100, 1, 1])
+    base = Deployment(AffineSteps(1.0, 0.0), 1024, replicas=2)
+    rr = simulate(reqs, base, Scheduler(1, 1))
+    ll = simulate(reqs, Deployment(base.steps, 1024, replicas=2, router=Router.LEAST_LOADED), Scheduler(1, 1))
+    assert rr.replica.tolist() == [0, 1, 0] and rr.finish_s.tolist() == [100.0, 1.5, 101.0]
+    assert ll.replica.tolist() == [0, 1, 1] and ll.finish_s.tolist() == [100.0, 1.5, 3.0]
+
+
+# ---- metrics -------------------------------------------------------------------------------------
+def test_metrics_of_one_request_in_closed_form():
+    """One request, P = 4, O = 3, 1 s per iteration, one-token blocks, 10 blocks: TTFT 1,
+    TPOT 1, end-to-end 3; KV holds 4, 5, 6 blocks for 1 s each: 15 / (10 x 3) = 0.5; 1 $/s
+    and 100 W over 3 s for 3 output tokens."""
+    reqs = requests(Traffic(Poisson(1.0), Fixed(4), Fixed(3)), 1, seed=0)
+    out = simulate(reqs, Deployment(AffineSteps(1.0, 0.0), 10), Scheduler(1, 4, block_tokens=1))
+    s = summarize(out, Slo(ttft_s=1.0, tpot_s=1.0), Price(dollars_per_hour=3600.0, watts=100.0))
+    assert (s.ttft_s.p50, s.tpot_s.p99, s.e2e_s.mean) == pytest.approx((1.0, 1.0, 3.0), rel=1e-9)
+    assert s.window_s == pytest.approx(3.0, rel=1e-9)
+    assert s.kv_utilisation == pytest.approx(0.5, rel=1e-9)
+    assert (s.requests_per_s, s.output_tokens_per_s, s.total_tokens_per_s) == pytest.approx((1 / 3, 1.0, 7 / 3), rel=1e-9)
+    assert s.goodput_per_s == pytest.approx(1 / 3, rel=1e-9) and s.slo_attainment == 1.0
+    assert s.dollars_per_million_tokens == pytest.approx(1e6, rel=1e-9)
+    assert s.joules_per_token == pytest.approx(100.0, rel=1e-9)
+    assert summarize(out, Slo(ttft_s=1.0, tpot_s=0.5)).goodput_per_s == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_goodput_never_exceeds_the_arrival_rate(seed):
+    """Goodput <= throughput <= the measured requests' arrival rate (their count over the
+    span of their arrivals), whatever the load, routing or SLO."""
+    reqs, deployment, scheduler = _config(100 + seed)
+    out = simulate(reqs, deployment, scheduler)
+    warmup = 50 * (seed % 2)
+    s = summarize(out, Slo(ttft_s=10.0, tpot_s=1.0), warmup=warmup)
+    arrived = reqs.arrival_s[warmup:]
+    assert s.slo_attainment > 0
+    assert s.goodput_per_s <= s.requests_per_s <= len(arrived) / (arrived[-1] - arrived[0])
+
+
+def test_percentiles_are_ordered_and_above_the_unloaded_latency():
+    """Fixed P <= budget and O: alone a request takes one prefill iteration and O - 1
+    decodes; under load no iteration is shorter (the step time grows with every term), so
+    every TTFT and end-to-end latency is at least the unloaded one."""
+    a, b, c, p, o = 0.003, 2e-5, 1e-8, 300, 40
+    ttft0 = a + b * p + c * p
+    e2e0 = ttft0 + sum(a + b + c * (p + j) for j in range(1, o))
+    reqs = requests(Traffic(Poisson(60.0), Fixed(p), Fixed(o)), 3000, seed=9)
+    out = simulate(reqs, Deployment(AffineSteps(a, b, c), 3000, replicas=2), Scheduler(16, 512))
+    ttft, _, e2e = per_request(out)
+    s = summarize(out, Slo(1.0, 1.0))
+    assert s.preemptions > 0  # the load and the preemptions both lengthen latencies
+    for q, unloaded, each in ((s.ttft_s, ttft0, ttft), (s.e2e_s, e2e0, e2e)):
+        assert q.p99 >= q.p90 >= q.p50 >= unloaded
+        assert each.min() >= unloaded * (1 - 1e-12)
+    assert s.e2e_s.p99 > s.e2e_s.p50  # not all equal: the load is felt
