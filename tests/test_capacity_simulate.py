@@ -115,6 +115,17 @@ def test_a_request_that_cannot_fit_the_kv_cache_is_refused():
         simulate(_at([0, 1], [4, 8], [1, 2]), Deployment(AffineSteps(1.0, 0.0), 8), Scheduler(1, 8, block_tokens=4))
 
 
+@pytest.mark.parametrize(("reqs", "message"), [
+    (_at([0, 2, 1], [1, 1, 1], [1, 1, 1]), "requests.arrival_s[2] must be non-decreasing (sorted by arrival). Got 1.0 instead."),
+    (_at([0, 1], [1, 0], [1, 1]), "requests.prompt_tokens[1] must be >= 1. Got 0 instead."),
+    (_at([0, 1], [1, 1], [-3, 1]), "requests.output_tokens[0] must be >= 1. Got -3 instead."),
+])
+def test_bad_requests_are_refused(reqs, message):
+    with pytest.raises(SpecError) as e:
+        simulate(reqs, Deployment(AffineSteps(1.0, 0.0), 64), Scheduler(1, 8))
+    assert str(e.value) == message
+
+
 # ---- runs of unchanged iterations, determinism, routing ----------------------------------------
 def _config(seed: int):
     rng = np.random.Generator(np.random.PCG64(seed))

@@ -90,7 +90,7 @@ class ReplicaEngine:
         self.phase_count = [0] * self.block
         self.finishes: list[tuple[int, int, int]] = []  # heap of (last iteration, rid, version)
         self.free, self.k, self.clock, self.ctx_held = kv_blocks, 0, 0.0, 0
-        self.kv_block_s, self.peak_blocks, self.iterations_batched = 0.0, 0, 0
+        self.kv_block_s, self.peak_blocks = 0.0, 0
         self.submitted, self.finish_times = 0, []
 
     # ---- requests in and out ----------------------------------------------------------------
@@ -264,7 +264,6 @@ class ReplicaEngine:
         self.clock = float(ends[m - 1])
         self.k += m
         self.ctx_held += decoders * m
-        self.iterations_batched += m
         self._end_decodes()
         return True
 

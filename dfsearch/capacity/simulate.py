@@ -75,7 +75,7 @@ def kv_blocks(deployment: Deployment, scheduler: Scheduler) -> int:
 def simulate(reqs: Requests, deployment: Deployment, scheduler: Scheduler) -> SimResult:
     """Serve ``reqs`` on ``deployment``; deterministic (no randomness at all)."""
     blocks = kv_blocks(deployment, scheduler)
-    _check_fits(reqs, blocks, scheduler)
+    _check_requests(reqs, blocks, scheduler)
     log = RequestLog(reqs.arrival_s, reqs.prompt_tokens, reqs.output_tokens)
     engines = [ReplicaEngine(deployment.steps, scheduler, blocks, log) for _ in range(deployment.replicas)]
     replica = np.arange(len(reqs), dtype=np.int64) % deployment.replicas
@@ -99,8 +99,18 @@ def simulate(reqs: Requests, deployment: Deployment, scheduler: Scheduler) -> Si
     )
 
 
-def _check_fits(reqs: Requests, blocks: int, scheduler: Scheduler) -> None:
-    """Every request must fit a replica's KV cache alone (else it could never finish)."""
+def _check_requests(reqs: Requests, blocks: int, scheduler: Scheduler) -> None:
+    """Arrivals in order, lengths >= 1, and every request fits a replica's KV cache alone
+    (else it could never finish)."""
+    for name, bad, expected in (
+        ("arrival_s", ~(np.diff(reqs.arrival_s) >= 0), "non-decreasing (sorted by arrival)"),
+        ("prompt_tokens", reqs.prompt_tokens < 1, ">= 1"),
+        ("output_tokens", reqs.output_tokens < 1, ">= 1"),
+    ):
+        if bad.any():
+            i = int(np.argmax(bad)) + (name == "arrival_s")
+            raise SpecError(Issue(f"requests.{name}[{i}]", f"must be {expected}. Got "
+                                  f"{getattr(reqs, name)[i].item()!r} instead."))
     tokens = reqs.prompt_tokens + reqs.output_tokens - 1
     need = -(-tokens // scheduler.block_tokens)
     bad = np.flatnonzero(need > blocks)

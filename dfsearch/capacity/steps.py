@@ -101,11 +101,19 @@ class TabulatedSteps:
         n, c = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(c, dtype=np.float64))
         self._check(n.min(), c.min())
         self._check(n.max(), c.max())
-        i, fi = _cells(self.tokens, n)
-        j, fj = _cells(self.contexts, c)
-        g = np.asarray(self.seconds, dtype=np.float64)
-        return ((1 - fi) * ((1 - fj) * g[i, j] + fj * g[i, j + 1 - (fj == 0)])
-                + fi * ((1 - fj) * g[i + 1 - (fi == 0), j] + fj * g[i + 1 - (fi == 0), j + 1 - (fj == 0)]))
+        if n.min() == n.max():  # one token count (a run of decode steps): two rows at most
+            i, f = _cell(self.tokens, int(n.flat[0]))
+            low = np.interp(c, self.contexts, self.seconds[i])  # linear in the context
+            return low if f == 0 else (1 - f) * low + f * np.interp(c, self.contexts, self.seconds[i + 1])
+        tokens = np.asarray(self.tokens, dtype=np.float64)
+        rows = [np.interp(c, self.contexts, r) for r in self.seconds]
+        flat = n.ravel()
+        i = np.searchsorted(tokens, flat, side="right") - 1
+        j = np.minimum(i + 1, len(tokens) - 1)
+        width = tokens[j] - tokens[i]
+        f = np.where(width > 0, (flat - tokens[i]) / np.where(width > 0, width, 1.0), 0.0)
+        grid, cols = np.stack(rows).reshape(len(tokens), -1), np.arange(flat.size)
+        return ((1 - f) * grid[i, cols] + f * grid[j, cols]).reshape(n.shape)
 
     def _check(self, n: float, c: float) -> None:
         if not (self.tokens[0] <= n <= self.tokens[-1] and self.contexts[0] <= c <= self.contexts[-1]):
@@ -133,11 +141,3 @@ def _cell(axis: tuple[int, ...], x: int) -> tuple[int, float]:
         return i, 0.0
     return i, (x - axis[i]) / (axis[i + 1] - axis[i])
 
-
-def _cells(axis: tuple[int, ...], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a = np.asarray(axis, dtype=np.float64)
-    i = np.searchsorted(a, x, side="right") - 1
-    on = a[i] == x
-    upper = a[np.minimum(i + 1, len(a) - 1)]
-    f = np.where(on, 0.0, (x - a[i]) / np.where(on, 1.0, upper - a[i]))
-    return i, f
