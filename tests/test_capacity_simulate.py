@@ -10,7 +10,7 @@ import pytest
 from dfsearch.capacity.metrics import Price, Slo, per_request, summarize
 from dfsearch.capacity.scheduler import ReplicaEngine, Scheduler
 from dfsearch.capacity.simulate import Deployment, simulate
-from dfsearch.capacity.steps import AffineSteps
+from dfsearch.capacity.steps import AffineSteps, TabulatedSteps
 from dfsearch.capacity.traffic import Fixed, LogNormal, Poisson, Traffic, Uniform, requests
 from dfsearch.capacity.traffic import Requests as Reqs
 from dfsearch.codes import Router
@@ -219,3 +219,16 @@ def test_percentiles_are_ordered_and_above_the_unloaded_latency():
         assert q.p99 >= q.p90 >= q.p50 >= unloaded
         assert each.min() >= unloaded * (1 - 1e-12)
     assert s.e2e_s.p99 > s.e2e_s.p50  # not all equal: the load is felt
+
+
+def test_a_table_of_an_affine_form_simulates_like_the_form():
+    """Bilinear interpolation of a function affine in the tokens and the context is exact,
+    so a table sampled from AffineSteps on a coarse grid gives the same simulation."""
+    form = AffineSteps(0.004, 3e-5, 2e-8)
+    tokens, contexts = (1, 7, 100, 600), (0, 999, 30_000, 200_000)
+    table = TabulatedSteps(tokens, contexts, tuple(tuple(form.step_s(n, 0, c) for c in contexts) for n in tokens))
+    reqs = requests(Traffic(Poisson(30.0), Uniform(10, 400), Uniform(1, 150)), 800, seed=3)
+    a, b = (simulate(reqs, Deployment(s, 5000), Scheduler(24, 600)) for s in (form, table))
+    assert a.preemptions.sum() > 0 and np.array_equal(a.preemptions, b.preemptions)
+    assert np.allclose(a.finish_s, b.finish_s, rtol=1e-9, atol=0)
+    assert np.allclose(a.first_token_s, b.first_token_s, rtol=1e-9, atol=0)
