@@ -23,21 +23,26 @@ def _at(arrivals, prompts, outputs) -> Reqs:
 
 
 # ---- M/D/1 ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("rho", "n", "seeds"), [(0.5, 50_000, (1, 2, 3)), (0.8, 200_000, (1, 2, 3))])
-def test_batch_of_one_is_an_md1_queue(rho, n, seeds):
-    """Batch cap 1, fixed prompt P, one output token, Poisson arrivals: each request is one
-    prefill iteration of D = base + per_token P + per_context P seconds, served first come
-    first served, so the mean TTFT is the M/D/1 wait rho D / (2 (1 - rho)) (Pollaczek-
-    Khinchine with a deterministic service) plus D. Within 3 % for several seeds."""
-    steps = AffineSteps(base_s=0.002, per_token_s=1e-5, per_context_token_s=1e-7)
-    p = 256
-    d = 0.002 + 1e-5 * p + 1e-7 * p
-    expected = rho * d / (2 * (1 - rho)) + d
-    for seed in seeds:
-        reqs = requests(Traffic(Poisson(rho / d), Fixed(p), Fixed(1)), n, seed=seed)
+@pytest.mark.parametrize(("rho", "n", "output"), [(0.5, 50_000, 1), (0.8, 200_000, 1), (0.5, 50_000, 4)])
+def test_batch_of_one_is_an_md1_queue(rho, n, output):
+    """Batch cap 1, fixed prompt P and output O, Poisson arrivals: each request holds the
+    replica for one prefill iteration of base + per_token P + per_context P seconds and
+    O - 1 decode iterations (base + per_token + per_context (P + j)), a deterministic
+    service D, first come first served. So the mean wait is the M/D/1 (Pollaczek-Khinchine)
+    W = rho D / (2 (1 - rho)), the mean TTFT W + the prefill and the mean end-to-end W + D.
+    Within 3 %, for three seeds."""
+    a, b, c, p = 0.002, 1e-5, 1e-7, 256
+    steps = AffineSteps(base_s=a, per_token_s=b, per_context_token_s=c)
+    prefill = a + b * p + c * p
+    d = prefill + sum(a + b + c * (p + j) for j in range(1, output))
+    wait = rho * d / (2 * (1 - rho))
+    for seed in (1, 2, 3):
+        reqs = requests(Traffic(Poisson(rho / d), Fixed(p), Fixed(output)), n, seed=seed)
         out = simulate(reqs, Deployment(steps, kv_capacity_bytes=1024), Scheduler(max_batch=1, token_budget=p))
         ttft = np.mean(out.first_token_s - reqs.arrival_s)
-        assert abs(ttft / expected - 1) < 0.03, (seed, ttft, expected)
+        e2e = np.mean(out.finish_s - reqs.arrival_s)
+        assert abs(ttft / (wait + prefill) - 1) < 0.03, (seed, ttft, wait + prefill)
+        assert abs(e2e / (wait + d) - 1) < 0.03, (seed, e2e, wait + d)
 
 
 # ---- batching, chunking and preemption in closed form -----------------------------------------

@@ -21,7 +21,7 @@ Each iteration, in this order:
 The iteration then takes ``steps.step_s(prefill tokens, generating sequences, context
 tokens)``. Between events a run of iterations whose batch does not change (only
 generating sequences, nothing admissible, no preemption due) is computed at once with
-numpy; it is the same arithmetic as one iteration at a time.
+numpy; it gives what one iteration at a time gives, up to the rounding of the sums.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ from dfsearch.capacity.steps import StepTimes
 from dfsearch.errors import Issue, SpecError
 
 __all__ = ["Scheduler", "ReplicaEngine", "RequestLog"]
+
+#: the fewest unchanged iterations computed as one run: shorter runs go one iteration at a
+#: time, which is faster below about 8 (numpy's fixed cost; benchmarks/serving_sim.py)
+SHORTEST_RUN = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +239,7 @@ class ReplicaEngine:
     def _run_unchanged(self, t: float) -> bool:
         """Compute the iterations up to the next event at once, when only generating
         sequences run and nothing can be admitted before a request finishes; False if the
-        next iteration must be computed alone (fewer than two would be unchanged)."""
+        next iteration is to be computed alone (fewer than SHORTEST_RUN would be unchanged)."""
         if self.prefilling:
             return False
         decoders = len(self.running)
@@ -247,16 +251,16 @@ class ReplicaEngine:
         while self.finishes[0][2] != self.log.version[self.finishes[0][1]]:
             heapq.heappop(self.finishes)
         m = min(self.finishes[0][0] - self.k + 1, self._iterations_with_blocks(self.finishes[0][0] - self.k + 1))
-        if m < 2:
+        if m < SHORTEST_RUN:
             return False
-        ctx = self.ctx_held + decoders * np.arange(1, m + 1)
-        dts = np.broadcast_to(self.steps.step_s(0, decoders, ctx), (m,))
+        steps = np.arange(m)
+        dts = self.steps.step_s(0, decoders, self.ctx_held + decoders * (steps + 1))
         ends = self.clock + np.cumsum(dts)
-        starts = np.concatenate(([self.clock], ends[:-1]))
-        m = min(m, int(np.searchsorted(starts, t, side="left")))
+        # iteration i starts at ends[i - 1] (the first at the clock, before t and any arrival)
+        m = 1 + int(ends[: m - 1].searchsorted(t))
         if arrival_matters and self.pending:
-            m = min(m, int(np.searchsorted(starts, self.log.arrival[self.pending[0]], side="left")))
-        needs = np.asarray(self.phase_count)[(self.k + np.arange(m)) % self.block]
+            m = min(m, 1 + int(ends[: m - 1].searchsorted(self.log.arrival[self.pending[0]])))
+        needs = np.asarray(self.phase_count)[(self.k + steps[:m]) % self.block]
         used = self.kv_blocks - self.free + np.cumsum(needs)
         self.kv_block_s += float(np.dot(dts[:m], used))
         self.peak_blocks = max(self.peak_blocks, int(used[-1]))
