@@ -237,3 +237,20 @@ def test_a_table_of_an_affine_form_simulates_like_the_form():
     assert a.preemptions.sum() > 0 and np.array_equal(a.preemptions, b.preemptions)
     assert np.allclose(a.finish_s, b.finish_s, rtol=1e-9, atol=0)
     assert np.allclose(a.first_token_s, b.first_token_s, rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: Scheduler(0, 8), "scheduler.max_batch must be an integer >= 1. Got 0 instead."),
+    (lambda: Scheduler(8, 4), "scheduler.token_budget must be an integer >= max_batch (8). Got 4 instead."),
+    (lambda: Scheduler(1, 8, block_tokens=2.5), "scheduler.block_tokens must be an integer >= 1. Got 2.5 instead."),
+    (lambda: Deployment(AffineSteps(1.0, 0.0), 64, replicas=0), "deployment.replicas must be an integer >= 1. Got 0 instead."),
+    (lambda: Deployment(AffineSteps(1.0, 0.0), "lots"), "deployment.kv_capacity_bytes must be > 0. Got 'lots' instead."),
+    (lambda: Deployment(AffineSteps(1.0, 0.0), 64, router="fastest"),
+     "deployment.router must be one of ('round_robin', 'least_loaded'). Got 'fastest' instead."),
+    (lambda: AffineSteps(1.0, 0.0, kv_bytes_per_token=0), "steps.kv_bytes_per_token must be > 0. Got 0 instead."),
+    (lambda: requests(Traffic(Poisson(1.0), Fixed(1), Fixed(1)), 5, seed=-1), "requests.seed must be an integer >= 0. Got -1 instead."),
+])
+def test_bad_settings_are_refused_with_their_field(make, message):
+    with pytest.raises(SpecError) as e:
+        make()
+    assert str(e.value) == message and e.value.exit_code == 2

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfsearch.capacity._checks import is_int, require
 from dfsearch.capacity.steps import StepTimes
-from dfsearch.errors import Issue, SpecError
 
 __all__ = ["Scheduler", "ReplicaEngine", "RequestLog"]
 
@@ -54,11 +54,11 @@ class Scheduler:
     block_tokens: int = 16
 
     def __post_init__(self) -> None:
-        for name, least in (("max_batch", 1), ("block_tokens", 1), ("token_budget", self.max_batch)):
+        for name in ("max_batch", "block_tokens"):
             value = getattr(self, name)
-            if not (isinstance(value, int) and value >= least):
-                what = "max_batch" if name == "token_budget" else "1"
-                raise SpecError(Issue(f"scheduler.{name}", f"must be an integer >= {what}. Got {value!r} instead."))
+            require(is_int(value) and value >= 1, f"scheduler.{name}", "an integer >= 1", value)
+        require(is_int(self.token_budget) and self.token_budget >= self.max_batch, "scheduler.token_budget",
+                f"an integer >= max_batch ({self.max_batch})", self.token_budget)
 
 
 class RequestLog:

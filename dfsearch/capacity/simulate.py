@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfsearch.capacity._checks import is_int, is_real, require
 from dfsearch.capacity.scheduler import ReplicaEngine, RequestLog, Scheduler
 from dfsearch.capacity.steps import StepTimes
 from dfsearch.capacity.traffic import Requests
@@ -43,10 +44,10 @@ class Deployment:
     router: Router = Router.ROUND_ROBIN
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.replicas, int) and self.replicas >= 1):
-            raise SpecError(Issue("deployment.replicas", f"must be an integer >= 1. Got {self.replicas!r} instead."))
-        if not float(self.kv_capacity_bytes) > 0:
-            raise SpecError(Issue("deployment.kv_capacity_bytes", f"must be > 0. Got {self.kv_capacity_bytes!r} instead."))
+        require(is_int(self.replicas) and self.replicas >= 1, "deployment.replicas", "an integer >= 1", self.replicas)
+        require(is_real(self.kv_capacity_bytes) and self.kv_capacity_bytes > 0, "deployment.kv_capacity_bytes",
+                "> 0", self.kv_capacity_bytes)
+        require(isinstance(self.router, Router), "deployment.router", f"one of {Router.labels()}", self.router)
 
 
 @dataclass(frozen=True, slots=True)

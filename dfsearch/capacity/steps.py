@@ -36,6 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dfsearch.capacity._checks import is_real, require
 from dfsearch.errors import Issue, SpecError
 
 __all__ = ["StepTimes", "AffineSteps", "TabulatedSteps"]
@@ -61,8 +62,10 @@ class AffineSteps:
 
     def __post_init__(self) -> None:
         for name in ("base_s", "per_token_s", "per_context_token_s"):
-            if not getattr(self, name) >= 0:
-                raise SpecError(Issue(f"steps.{name}", f"must be >= 0. Got {getattr(self, name)!r} instead."))
+            value = getattr(self, name)
+            require(is_real(value) and value >= 0, f"steps.{name}", ">= 0", value)
+        require(is_real(self.kv_bytes_per_token) and self.kv_bytes_per_token > 0, "steps.kv_bytes_per_token",
+                "> 0", self.kv_bytes_per_token)
         if not self.base_s + self.per_token_s > 0:
             raise SpecError(Issue("steps", "must give every iteration a positive time: base_s + per_token_s > 0."))
 
@@ -85,6 +88,8 @@ class TabulatedSteps:
     kv_bytes_per_token: float = 1.0
 
     def __post_init__(self) -> None:
+        require(is_real(self.kv_bytes_per_token) and self.kv_bytes_per_token > 0, "steps.kv_bytes_per_token",
+                "> 0", self.kv_bytes_per_token)
         for name in ("tokens", "contexts"):
             axis = getattr(self, name)
             if not axis or any(b <= a for a, b in pairwise(axis)):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfsearch.capacity._checks import is_int, is_real, require
 from dfsearch.capacity.trace import Trace, read_trace
 from dfsearch.errors import Issue, SpecError
 
@@ -26,11 +27,6 @@ __all__ = [
     "Poisson", "TraceArrivals", "Fixed", "Uniform", "LogNormal", "FromTrace", "Traffic",
     "Requests", "requests",
 ]
-
-
-def _require(ok: bool, path: str, expected: str, value: object) -> None:
-    if not ok:
-        raise SpecError(Issue(path, f"must be {expected}. Got {value!r} instead."))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +37,7 @@ class Poisson:
     rate_per_s: float
 
     def __post_init__(self) -> None:
-        _require(float(self.rate_per_s) > 0, "traffic.arrivals.rate_per_s", "> 0", self.rate_per_s)
+        require(is_real(self.rate_per_s) and self.rate_per_s > 0, "traffic.arrivals.rate_per_s", "> 0", self.rate_per_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +55,7 @@ class Fixed:
     n: int
 
     def __post_init__(self) -> None:
-        _require(int(self.n) == self.n and self.n >= 1, "traffic.length.n", "an integer >= 1", self.n)
+        require(is_int(self.n) and self.n >= 1, "traffic.length.n", "an integer >= 1", self.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +66,8 @@ class Uniform:
     hi: int
 
     def __post_init__(self) -> None:
-        _require(int(self.lo) == self.lo and self.lo >= 1, "traffic.length.lo", "an integer >= 1", self.lo)
-        _require(int(self.hi) == self.hi and self.hi >= self.lo, "traffic.length.hi", f"an integer >= lo ({self.lo})", self.hi)
+        require(is_int(self.lo) and self.lo >= 1, "traffic.length.lo", "an integer >= 1", self.lo)
+        require(is_int(self.hi) and self.hi >= self.lo, "traffic.length.hi", f"an integer >= lo ({self.lo})", self.hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +81,10 @@ class LogNormal:
     hi: int = 1 << 20
 
     def __post_init__(self) -> None:
-        _require(float(self.median) > 0, "traffic.length.median", "> 0", self.median)
-        _require(float(self.sigma) >= 0, "traffic.length.sigma", ">= 0", self.sigma)
-        _require(int(self.lo) == self.lo and self.lo >= 1, "traffic.length.lo", "an integer >= 1", self.lo)
-        _require(int(self.hi) == self.hi and self.hi >= self.lo, "traffic.length.hi", f"an integer >= lo ({self.lo})", self.hi)
+        require(is_real(self.median) and self.median > 0, "traffic.length.median", "> 0", self.median)
+        require(is_real(self.sigma) and self.sigma >= 0, "traffic.length.sigma", ">= 0", self.sigma)
+        require(is_int(self.lo) and self.lo >= 1, "traffic.length.lo", "an integer >= 1", self.lo)
+        require(is_int(self.hi) and self.hi >= self.lo, "traffic.length.hi", f"an integer >= lo ({self.lo})", self.hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +129,8 @@ class Requests:
 
 def requests(traffic: Traffic, n: int, seed: int) -> Requests:
     """``n`` requests drawn from ``traffic``; the same arguments give the same arrays."""
-    _require(int(n) == n and n >= 1, "requests.n", "an integer >= 1", n)
+    require(is_int(n) and n >= 1, "requests.n", "an integer >= 1", n)
+    require(is_int(seed) and seed >= 0, "requests.seed", "an integer >= 0", seed)
     streams = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(3)]
     traces: dict[str, Trace] = {}
 
