@@ -32,6 +32,7 @@ __all__ = [
     "WorkloadKind",
     "ServingPhase",
     "SpeculativeScheme",
+    "Router",
     "Equations",
     "Status",
     "RunStatus",
@@ -288,6 +289,15 @@ class SpeculativeScheme(_Coded):
 
     SEQUENCE = 0
     TREE = 1
+
+
+class Router(_Coded):
+    """How a serving simulation (``dfsearch.capacity``) sends each arriving request to one
+    of its replicas: in turn, or to the replica with the fewest unfinished requests at the
+    arrival (ties to the lowest replica index)."""
+
+    ROUND_ROBIN = 0
+    LEAST_LOADED = 1
 
 
 class Equations(_Coded):
