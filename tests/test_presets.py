@@ -18,6 +18,7 @@ from dfsearch.errors import SpecError
 from dfsearch.loader import spec_from_data
 from dfsearch.presets import CHIPS, FABRICS, MODELS, expand_presets
 from dfsearch.presets.chips import GENERAL_MEASURED
+from dfsearch.presets.fabrics import FAMILIES, ROLES
 from dfsearch.presets.models import ModelPreset
 from dfsearch.presets.represent import peak_tflops, systolic_shape
 from dfsearch.presets.sourced import DERIVED, Sourced
@@ -51,9 +52,10 @@ def test_model_shapes_and_fabric_topologies_have_a_source_with_an_address():
 
 
 def test_names_and_aliases_are_unique_and_fabrics_exist():
-    for presets in (CHIPS, FABRICS, MODELS):
-        names = [n for p in presets.values() for n in (p.name, *p.aliases)]
+    for presets, generic in ((CHIPS, ()), (FABRICS, (*FAMILIES, *ROLES)), (MODELS, ())):
+        names = [n for p in presets.values() for n in (p.name, *p.aliases)] + list(generic)
         assert len(names) == len(set(names)), names
+        assert all(n == n.lower() for n in names), names  # looked up lower-cased
     for chip in CHIPS.values():
         for fabric in (chip.scale_up, chip.scale_out):
             assert fabric is None or fabric in FABRICS, (chip.name, fabric)
@@ -233,6 +235,7 @@ def test_unknown_chip_names_the_field_value_names_and_suggestion():
     msg = _error({"system": {"preset": "h100-sxm-80"}})
     assert msg.startswith("spec.toml: system.preset must name a chip preset: one of ")
     assert "'a100-sxm-80gb'" in msg and "Got 'h100-sxm-80' instead." in msg
+    assert "'a100'" not in msg  # aliases are accepted, not listed
     assert msg.endswith("Did you mean 'h100-sxm-80gb'?")
     assert "\n" not in msg
 

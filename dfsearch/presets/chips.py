@@ -115,7 +115,9 @@ _H200_SPECS = Source("lzwjava, 'NVIDIA H200 GPU Specifications and Features' (H1
 _H200_SMS = Source("saulelectric.com, 'NVIDIA H200' product page",
                    "https://www.saulelectric.com/nvidia-h200.html")
 _CHIPS_CHEESE_B200 = Source("Chips and Cheese, 'Nvidia's B200: Keeping the CUDA Juggernaut "
-                            "Rolling' (2025)", "https://chipsandcheese.com/")
+                            "Rolling' (2025; read via a mirror)",
+                            "https://vuink.com/post/puvcfnaqpurrfr-d-dpbz/p/"
+                            "nvidias-b200-keeping-the-cuda-juggernaut")
 _ROCM_MI300 = Source("AMD ROCm documentation, 'AMD Instinct MI300 series microarchitecture' "
                      "(mi300.md; read via a summary quoting it)",
                      "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html")
@@ -326,8 +328,9 @@ def _mi300x() -> ChipPreset:
         description="AMD Instinct MI300X 192 GB (CDNA3)",
         peaks=(
             Peak(2, "bf16", _s(1307.4, "TFLOP/s", _ROCM_MI300, "Matrix FP16/BF16: 1307.4 TFLOPS",
-                               "dense")),
-            Peak(1, "fp8", _s(2614.9, "TFLOP/s", _ROCM_MI300, "Matrix FP8: 2614.9 TFLOPS")),
+                               "dense; translated from a summary in Chinese that quotes mi300.md")),
+            Peak(1, "fp8", _s(2614.9, "TFLOP/s", _ROCM_MI300, "Matrix FP8: 2614.9 TFLOPS",
+                              "translated, as above")),
         ),
         cores=_s(304, "count", _GPU_BLOG, "featuring 304 high-throughput compute units"),
         clock=_s(2100, "MHz", _MI300A_CLOCK, "Peak Engine Clock : 2100 MHz",

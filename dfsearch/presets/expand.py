@@ -54,19 +54,21 @@ def _accepted(names: list[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _unknown(field: str, value: Any, what: str, names: list[str], extra: str = "") -> Issue:
-    """The issue of a name that is no preset: the accepted names and the closest one."""
+def _unknown(field: str, value: Any, what: str, names: list[str], aliases: list[str]) -> Issue:
+    """The issue of a name that is no preset: the accepted names (aliases are accepted too,
+    not listed) and the closest name or alias."""
     hint = ""
     if isinstance(value, str):
-        close = difflib.get_close_matches(value.lower(), names, n=1, cutoff=0.5)
+        close = difflib.get_close_matches(value.lower(), names + aliases, n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
     shown = repr(value) if isinstance(value, str) else f"{value!r} (not a string)"
-    return Issue(field, f"must name a {what} preset{extra}: one of {_accepted(names)}. "
-                        f"Got {shown} instead.{hint}")
+    return Issue(field, f"must name a {what} preset: one of {_accepted(names)} (or an alias, "
+                        f"docs/presets.md). Got {shown} instead.{hint}")
 
 
-def _all_names(presets: Any) -> list[str]:
-    return [n for p in presets.values() for n in (p.name, *p.aliases)]
+def _names(presets: Any) -> tuple[list[str], list[str]]:
+    """(the presets' names, their aliases)."""
+    return list(presets), [a for p in presets.values() for a in p.aliases]
 
 
 # --------------------------------------------------------------------------- system
@@ -77,7 +79,7 @@ def _expand_system(data: dict[str, Any], system: dict[str, Any], issues: list[Is
     name = system.pop("preset")
     chip = chip_named(name) if isinstance(name, str) else None
     if chip is None:
-        issues.append(_unknown("system.preset", name, "chip", _all_names(CHIPS)))
+        issues.append(_unknown("system.preset", name, "chip", *_names(CHIPS)))
         return None
     accel = system.setdefault("accelerator", {})
     memory = system.setdefault("memory", {})
@@ -158,21 +160,22 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
 def _resolve_fabric(name: Any, chip: ChipPreset | None, field: str, issues: list[Issue]
                     ) -> FabricPreset | None:
     """A fabric by its own name, or a family / role name through the chip preset."""
-    names = _all_names(FABRICS) + list(FAMILIES) + list(ROLES)
+    names, aliases = _names(FABRICS)
+    names += [*FAMILIES, *ROLES]
     if not isinstance(name, str):
-        issues.append(_unknown(field, name, "fabric", names))
+        issues.append(_unknown(field, name, "fabric", names, aliases))
         return None
     fabric = fabric_named(name)
     if fabric is not None:
         return fabric
     key = name.lower()
     if key not in FAMILIES and key not in ROLES:
-        issues.append(_unknown(field, name, "fabric", names))
+        issues.append(_unknown(field, name, "fabric", names, aliases))
         return None
     if chip is None:
         issues.append(Issue(field, f"{name!r} names the chip preset's network, so it needs "
                                    "system.preset; or name a fabric: one of "
-                                   f"{_accepted(_all_names(FABRICS))}. Got {name!r} without "
+                                   f"{_accepted(list(FABRICS))}. Got {name!r} without "
                                    "system.preset."))
         return None
     own = [FABRICS[f] for f in (chip.scale_up, chip.scale_out) if f is not None]
@@ -190,7 +193,7 @@ def _expand_model(data: dict[str, Any], workload: dict[str, Any], issues: list[I
     name = workload.pop("model")
     model = model_named(name) if isinstance(name, str) else None
     if model is None:
-        issues.append(_unknown("workload.model", name, "model", _all_names(MODELS)))
+        issues.append(_unknown("workload.model", name, "model", *_names(MODELS)))
         return
     kind = workload.setdefault("kind", "llm")
     if kind == "llm":

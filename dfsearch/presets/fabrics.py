@@ -180,7 +180,7 @@ def _fields(f: FabricPreset) -> dict:
 
 def _infinity_fabric() -> FabricPreset:
     return FabricPreset(
-        name="infinity-fabric", aliases=("xgmi",), family="xgmi", role="scale-up",
+        name="infinity-fabric", aliases=("infinity-fabric-mi300x",), family="xgmi", role="scale-up",
         description="AMD Infinity Fabric (xGMI), 8 GPUs fully connected", topology=Topology.FC,
         topology_source=_GPU_BLOG, topology_quote="Topology: Fully-connected 8-GPU xGMI mesh "
                            "(HGX MI300X platform)",
@@ -194,7 +194,7 @@ def _infinity_fabric() -> FabricPreset:
 def _ici_v5p() -> FabricPreset:
     quote = "| Bidirectional inter-chip interconnect (ICI) bandwidth per chip (GBps) | 1200 |"
     return FabricPreset(
-        name="ici-v5p", aliases=("ici",), family="ici", role="scale-up",
+        name="ici-v5p", aliases=("ici-tpu-v5p",), family="ici", role="scale-up",
         description="TPU v5p inter-chip interconnect: a 3-D torus, each dimension a ring",
         topology=Topology.RING,
         topology_source=_TPU_V5P, topology_quote="There are 8960 chips in a v5p Pod.",
@@ -208,7 +208,7 @@ def _ici_v5p() -> FabricPreset:
 def _dcn_v5p() -> FabricPreset:
     quote = "| Data center network (DCN) bandwidth per chip (Gbps) | 50 |"
     return FabricPreset(
-        name="dcn-v5p", aliases=("dcn",), family="dcn", role="scale-out",
+        name="dcn-v5p", aliases=("dcn-tpu-v5p",), family="dcn", role="scale-out",
         description="TPU v5p data-centre network between slices", topology=Topology.SWITCH,
         topology_source=_TPU_V5P, topology_quote=quote,
         bandwidth=_s(50, "Gb/s", _TPU_V5P, quote),

@@ -59,9 +59,11 @@ _LLAMA3 = Source("Llama Team, AI @ Meta, 'The Llama 3 Herd of Models' (2024), Ta
 _LLAMA3_QUOTE = ("Layers 32 80 126 / Model Dimension 4,096 8192 16,384 / FFN Dimension 14,336 "
                  "28,672 53,248 / Attention Heads 32 64 128 / Key/Value Heads 8 8 8 / "
                  "Vocabulary Size 128,000")
-_LLAMA2 = Source("Hugging Face configs of meta-llama/Llama-2-{7b,13b,70b}-hf (read via "
-                 "jychen21/Habana-LLM-Viewer models.py, which mirrors them)",
-                 "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json")
+_LLAMA2 = Source("jychen21/Habana-LLM-Viewer, models.py (mirrors the Hugging Face "
+                 "meta-llama/Llama-2 configs; vocabulary from a printed LlamaForCausalLM, "
+                 "'Embedding(32000, 4096)')",
+                 "https://github.com/jychen21/Habana-LLM-Viewer/blob/"
+                 "26f17077a584a5ae3c9bfc1295151b1882344caf/models.py")
 _NEMO = Source("NVIDIA NeMo, docs/source/performance/performance_summary.md (NeMo 24.07 "
                "pre-training table, DGX-H100)",
                "https://github.com/NVIDIA/NeMo/blob/070a0bb168d405d653b9734c0017cf5078e77c0d/"
@@ -85,47 +87,50 @@ def _b(value: float, source: Source, quote: str, note: str = "") -> Sourced:
 
 
 def _llama3(name: str, size: float, layers: int, hidden: int, heads: int, ffn: int,
-            aliases: tuple[str, ...], seq_quote: str) -> ModelPreset:
+            aliases: tuple[str, ...], seq_quote: str, size_quote: str) -> ModelPreset:
     return ModelPreset(
         name=name, aliases=aliases, layers=layers, hidden=hidden, heads=heads, kv_heads=8,
         ffn=ffn, vocab=128000, gated=True, shape_source=_LLAMA3, shape_quote=_LLAMA3_QUOTE,
         seq_len=Sourced(8192, "count", _NEMO if size < 400 else _LLAMA3, seq_quote,
                         "pre-training sequence length (long-context training later extends it)"),
-        params=_b(size, _LLAMA3, "8B 70B 405B", "Table 3 column heads; Hugging Face's config "
-                  "has 128,256 tokens, the paper 128,000"),
+        params=_b(size, _NEMO if size < 400 else _LLAMA3, size_quote,
+                  "the size in the model's name; the paper's vocabulary is 128,000 tokens "
+                  "(Hugging Face's config: 128,256)"),
     )
 
 
-def _llama2(name: str, size: float, layers: int, hidden: int, heads: int, kv: int, ffn: int,
+def _llama2(name: str, layers: int, hidden: int, heads: int, kv: int, ffn: int,
             params: Sourced, seq_quote: str) -> ModelPreset:
     return ModelPreset(
         name=name, aliases=(name.replace("llama2", "llama-2"),), layers=layers, hidden=hidden,
         heads=heads, kv_heads=kv, ffn=ffn, vocab=32000, gated=True, shape_source=_LLAMA2,
-        shape_quote=(f"hidden_size {hidden}, num_heads_q {heads}, num_heads_kv {kv}, "
-                     f"intermediate_size {ffn}, num_layers {layers}; Embedding(32000, 4096)"),
+        shape_quote=(f'"hidden_size": {hidden}, "num_heads_q": {heads}, "num_heads_kv": {kv}, '
+                     f'"intermediate_size": {ffn}, "mlp_with_gate": True, "num_layers_mlp": '
+                     f"{layers}"),
         seq_len=Sourced(4096, "count", _NEMO, seq_quote, "pre-training sequence length"),
         params=params,
     )
 
 
 def _catalogue() -> MappingProxyType:
-    n3 = "| LLAMA3-{} | ... | 8192 |"
-    n2 = "| LLAMA2-{} | ... | 4096 |"
+    n3 = "| LLAMA3-{} | {} | 128 | 1 | 8192 |"
+    n2 = "| LLAMA2-{} | {} | 128 | 1 | 4096 |"
     models = (
-        _llama2("llama2-7b", 7, 32, 4096, 32, 32, 11008,
-                _b(6.738415616, _HF_7B, "all params: 6,738,415,616"), n2.format("7B")),
-        _llama2("llama2-13b", 13, 40, 5120, 40, 40, 13824,
-                _b(13, _NEMO, "| LLAMA2-13B |", "nominal size in the model's name"),
-                n2.format("13B")),
-        _llama2("llama2-70b", 70, 80, 8192, 64, 8, 28672,
-                _b(70, _NEMO, "| LLAMA2-70B |", "nominal size in the model's name"),
-                n2.format("70B")),
+        _llama2("llama2-7b", 32, 4096, 32, 32, 11008,
+                _b(6.738415616, _HF_7B, "all params: 6,738,415,616"), n2.format("7B", 8)),
+        _llama2("llama2-13b", 40, 5120, 40, 40, 13824,
+                _b(13, _NEMO, "| LLAMA2-13B |", "the size in the model's name"),
+                n2.format("13B", 16)),
+        _llama2("llama2-70b", 80, 8192, 64, 8, 28672,
+                _b(70, _NEMO, "| LLAMA2-70B |", "the size in the model's name"),
+                n2.format("70B", 64)),
         _llama3("llama3-8b", 8, 32, 4096, 32, 14336, ("llama3.1-8b", "llama-3-8b",
-                "llama-3.1-8b"), n3.format("8B")),
+                "llama-3.1-8b"), n3.format("8B", 8), "| LLAMA3-8B |"),
         _llama3("llama3-70b", 70, 80, 8192, 64, 28672, ("llama3.1-70b", "llama3.3-70b",
-                "llama-3-70b", "llama-3.1-70b"), n3.format("70B")),
+                "llama-3-70b", "llama-3.1-70b"), n3.format("70B", 64), "| LLAMA3-70B |"),
         _llama3("llama3-405b", 405, 126, 16384, 128, 53248, ("llama3.1-405b", "llama-3.1-405b"),
-                "8,192 8 1 16 64 8,192 32 16M 430 43%"),
+                "8,192 8 1 16 64 8,192 32 16M 430 43%",
+                "Llama 3 405B is trained on up to 16K H100 GPUs"),
         ModelPreset(
             name="gpt3-175b", aliases=("gpt-3-175b", "gpt3"), layers=96, hidden=12288, heads=96,
             kv_heads=96, ffn=4 * 12288, vocab=51200, gated=False, shape_source=_MEGATRON,
