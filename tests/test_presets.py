@@ -190,6 +190,22 @@ def test_explicit_keys_override_the_preset():
     assert data["system"]["network"][1]["link_bw_GBps"] == 25
 
 
+def test_explicit_array_is_kept():
+    data = expand_presets({"system": {"preset": "h100", "accelerator": {
+        "systolic_width": 16, "systolic_height": 16}}}, "s.toml")
+    accel = data["system"]["accelerator"]
+    assert (accel["systolic_width"], accel["systolic_height"], accel["cores"]) == (16, 16, 132)
+
+
+def test_decode_generator_takes_the_layer_shape():
+    data = expand_presets({"workload": {"model": "llama2-70b"},
+                           "graph": {"generator": "llm-decode", "seq_window": 64, "tp": 1}}, "s")
+    assert data["graph"] == {"generator": "llm-decode", "seq_window": 64, "tp": 1,
+                             "num_kv_head": 8, "mlp_dim": 28672, "gated_ffn": 1}
+    msg = _error({"workload": {"model": "mixtral"}, "graph": {"generator": "llm-decode"}})
+    assert "the llm-decode generator has dense layers only" in msg
+
+
 def test_explicit_cores_and_clock_resize_the_array_to_the_same_peak():
     data = expand_presets({"system": {"preset": "h100", "accelerator": {
         "cores": 528, "freq_GHz": 1.83}}}, "s.toml")
@@ -257,6 +273,11 @@ def test_a_name_that_is_not_a_string():
 def test_family_name_without_a_chip_preset():
     msg = _error({"system": {"network": [{"fabric": "nvlink"}]}})
     assert "system.network[0].fabric 'nvlink' names the chip preset's network" in msg
+
+
+def test_a_misspelt_chip_is_reported_once_not_again_by_its_fabrics():
+    msg = _error({"system": {"preset": "h10", "network": [{"fabric": "nvlink"}]}})
+    assert "system.preset" in msg and "fabric" not in msg
 
 
 def test_family_the_chip_does_not_have():

@@ -37,10 +37,11 @@ def expand_presets(table: dict[str, Any], path: str) -> dict[str, Any]:
     data = copy.deepcopy(table)
     issues: list[Issue] = []
     system = data.get("system")
-    chip = None
     if isinstance(system, dict):
         chip = _expand_system(data, system, issues)
-        _expand_fabrics(system, chip, issues)
+        # a misspelt preset is reported once, not again by each fabric it would resolve
+        if chip is not None or not issues:
+            _expand_fabrics(system, chip, issues)
     workload = data.get("workload")
     if isinstance(workload, dict) and "model" in workload:
         _expand_model(data, workload, issues)
@@ -197,7 +198,7 @@ def _expand_model(data: dict[str, Any], workload: dict[str, Any], issues: list[I
         return
     kind = workload.setdefault("kind", "llm")
     if kind == "llm":
-        _fill_llm(data, workload, model)
+        _fill_llm(data, workload, model, issues)
     elif kind == "llm_serving":
         _fill_serving(data, workload, model, issues)
     else:
@@ -219,15 +220,32 @@ def _layer(model: ModelPreset) -> dict[str, int]:
     return out
 
 
-def _fill_llm(data: dict[str, Any], workload: dict[str, Any], model: ModelPreset) -> None:
+def _fill_llm(data: dict[str, Any], workload: dict[str, Any], model: ModelPreset,
+              issues: list[Issue]) -> None:
     for key, value in _shape(model).items():
         workload.setdefault(key, value)
     workload.setdefault("seq_len", int(model.seq_len.value or 1))
     workload.setdefault("vocab_size", model.vocab)
     graph = data.setdefault("graph", {"generator": "llm"})
-    if isinstance(graph, dict) and graph.get("generator") in _LLM_GENERATORS:
+    if not isinstance(graph, dict):
+        return
+    if graph.get("generator") in _LLM_GENERATORS:
         for key, value in _layer(model).items():
             graph.setdefault(key, value)
+    elif graph.get("generator") == "llm-decode":
+        _fill_decode(graph, model, issues)
+
+
+def _fill_decode(graph: dict[str, Any], model: ModelPreset, issues: list[Issue]) -> None:
+    """The ``llm-decode`` generator's layer keys (it calls the FFN width ``mlp_dim``)."""
+    if model.num_expert:
+        issues.append(Issue("workload.model", f"is a mixture of experts ({model.name!r}); the "
+                                              "llm-decode generator has dense layers only. Use "
+                                              "generator 'llm' or a dense model."))
+        return
+    layer = {"num_kv_head": model.kv_heads, "mlp_dim": model.ffn, "gated_ffn": int(model.gated)}
+    for key, value in layer.items():
+        graph.setdefault(key, value)
 
 
 def _fill_serving(data: dict[str, Any], workload: dict[str, Any], model: ModelPreset,
