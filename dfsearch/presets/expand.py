@@ -35,6 +35,8 @@ def expand_presets(table: dict[str, Any], path: str) -> dict[str, Any]:
     """A copy of spec data ``table`` with its presets expanded (``path`` names the file in
     errors). Tables that are not tables are left for the loader to report."""
     data = copy.deepcopy(table)
+    if not isinstance(data, dict):
+        return data
     issues: list[Issue] = []
     system = data.get("system")
     if isinstance(system, dict):
