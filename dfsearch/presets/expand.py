@@ -1,0 +1,262 @@
+"""Expand preset names in the raw data of a spec into the spec's ordinary keys.
+
+``expand_presets(table, path)`` takes the parsed TOML of a spec and returns a new dict in
+which ``[system] preset``, ``[[system.network]] fabric`` and ``[workload] model`` are
+replaced by the keys they stand for; a key the spec gives itself always wins. Pure: no I/O,
+the input is not changed. Unknown names raise one :class:`~dfsearch.errors.SpecError` with
+every problem, each naming the field, the value and the accepted names.
+
+>>> out = expand_presets({"system": {"preset": "h100", "num_chip": 8,
+...                       "network": [{"fabric": "nvlink", "size": 8}]}}, "s.toml")
+>>> out["system"]["accelerator"]
+{'cores': 132, 'freq_GHz': 1.83, 'sram_bytes': 117850112.0, 'systolic_width': 32, 'systolic_height': 64}
+>>> out["system"]["network"][0]
+{'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0}
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from typing import Any
+
+from dfsearch.errors import Issue, SpecError
+from dfsearch.presets.chips import CHIPS, ChipPreset, chip_named
+from dfsearch.presets.fabrics import FABRICS, FAMILIES, ROLES, FabricPreset, fabric_named
+from dfsearch.presets.models import MODELS, ModelPreset, model_named
+from dfsearch.presets.represent import systolic_shape
+
+__all__ = ["expand_presets"]
+
+_LLM_GENERATORS = ("llm", "llm-fwd")
+
+
+def expand_presets(table: dict[str, Any], path: str) -> dict[str, Any]:
+    """A copy of spec data ``table`` with its presets expanded (``path`` names the file in
+    errors). Tables that are not tables are left for the loader to report."""
+    data = copy.deepcopy(table)
+    if not isinstance(data, dict):
+        return data
+    issues: list[Issue] = []
+    system = data.get("system")
+    if isinstance(system, dict):
+        chip = _expand_system(data, system, issues)
+        # a misspelt preset is reported once, not again by each fabric it would resolve
+        if chip is not None or not issues:
+            _expand_fabrics(system, chip, issues)
+    workload = data.get("workload")
+    if isinstance(workload, dict) and "model" in workload:
+        _expand_model(data, workload, issues)
+    if issues:
+        raise SpecError(issues, file=path)
+    return data
+
+
+# --------------------------------------------------------------------------- names
+def _accepted(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _unknown(field: str, value: Any, what: str, names: list[str], aliases: list[str]) -> Issue:
+    """The issue of a name that is no preset: the accepted names (aliases are accepted too,
+    not listed) and the closest name or alias."""
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value.lower(), names + aliases, n=1, cutoff=0.5)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+    shown = repr(value) if isinstance(value, str) else f"{value!r} (not a string)"
+    return Issue(field, f"must name a {what} preset: one of {_accepted(names)} (or an alias, "
+                        f"docs/presets.md). Got {shown} instead.{hint}")
+
+
+def _names(presets: Any) -> tuple[list[str], list[str]]:
+    """(the presets' names, their aliases)."""
+    return list(presets), [a for p in presets.values() for a in p.aliases]
+
+
+# --------------------------------------------------------------------------- system
+def _expand_system(data: dict[str, Any], system: dict[str, Any], issues: list[Issue]
+                   ) -> ChipPreset | None:
+    if "preset" not in system:
+        return None
+    name = system.pop("preset")
+    chip = chip_named(name) if isinstance(name, str) else None
+    if chip is None:
+        issues.append(_unknown("system.preset", name, "chip", *_names(CHIPS)))
+        return None
+    accel = system.setdefault("accelerator", {})
+    memory = system.setdefault("memory", {})
+    if not isinstance(accel, dict) or not isinstance(memory, dict):
+        return chip
+    _fill(accel, "cores", chip.cores.in_base(), chip, issues, "system.accelerator", int)
+    _fill(accel, "freq_GHz", chip.clock.in_base(), chip, issues, "system.accelerator")
+    _fill(accel, "sram_bytes", chip.sram_bytes(), chip, issues, "system.accelerator")
+    _fill_systolic(data, accel, chip, issues)
+    _fill(memory, "dram_bw_GBps", chip.hbm_bandwidth.in_base(), chip, issues, "system.memory")
+    _fill(memory, "dram_bytes", chip.hbm_capacity.in_base(), chip, issues, "system.memory")
+    tdp = chip.tdp.in_base()
+    cost = data.setdefault("cost", {})
+    if tdp is not None and isinstance(cost, dict):
+        cost.setdefault("chip_power_W", tdp)
+    return chip
+
+
+def _fill(table: dict[str, Any], key: str, value: float | None, chip: ChipPreset,
+          issues: list[Issue], where: str, kind: type = float) -> None:
+    """``table[key] = value`` unless the spec gives it; a value the preset lacks is an issue
+    unless the spec gives it."""
+    if key in table:
+        return
+    if value is None:
+        issues.append(Issue(f"{where}.{key}", f"is required: preset {chip.name!r} has no "
+                                              "published value for it (docs/presets.md). Give "
+                                              "it explicitly."))
+        return
+    table[key] = kind(round(value, 9)) if kind is float else kind(value)
+
+
+def _fill_systolic(data: dict[str, Any], accel: dict[str, Any], chip: ChipPreset,
+                   issues: list[Issue]) -> None:
+    """The array that gives the precision's peak (``execution.word_bytes``, default 2) with
+    the spec's cores and clock; left alone when the spec gives either dimension."""
+    if "systolic_width" in accel or "systolic_height" in accel:
+        return
+    execution = data.get("execution", {})
+    word = execution.get("word_bytes", 2) if isinstance(execution, dict) else 2
+    cores, freq = accel.get("cores"), accel.get("freq_GHz")
+    if not _positive(word) or not _positive(cores) or not _positive(freq):
+        return  # the loader reports the bad or missing value
+    peak = chip.peak(word)
+    if peak is None or peak.value is None:
+        have = ", ".join(f"{p.word_bytes} ({p.precision})" for p in chip.peaks)
+        issues.append(Issue("execution.word_bytes", f"must be a word size with a dense peak in "
+                                                    f"preset {chip.name!r}: one of {have}. Got "
+                                                    f"{word} instead."))
+        return
+    width, height = systolic_shape(float(peak.value), int(cores), float(freq))
+    accel["systolic_width"], accel["systolic_height"] = width, height
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+# --------------------------------------------------------------------------- fabrics
+def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: list[Issue]) -> None:
+    dims = system.get("network")
+    if not isinstance(dims, list):
+        return
+    for i, dim in enumerate(dims):
+        if not isinstance(dim, dict) or "fabric" not in dim:
+            continue
+        field = f"system.network[{i}].fabric"
+        fabric = _resolve_fabric(dim.pop("fabric"), chip, field, issues)
+        if fabric is None:
+            continue
+        dim.setdefault("topology", fabric.topology.label)
+        dim.setdefault("link_bw_GBps", fabric.link_bw_GBps())
+        latency = fabric.latency.in_base()
+        if latency is not None:
+            dim.setdefault("link_latency_ns", latency)
+
+
+def _resolve_fabric(name: Any, chip: ChipPreset | None, field: str, issues: list[Issue]
+                    ) -> FabricPreset | None:
+    """A fabric by its own name, or a family / role name through the chip preset."""
+    names, aliases = _names(FABRICS)
+    names += [*FAMILIES, *ROLES]
+    if not isinstance(name, str):
+        issues.append(_unknown(field, name, "fabric", names, aliases))
+        return None
+    fabric = fabric_named(name)
+    if fabric is not None:
+        return fabric
+    key = name.lower()
+    if key not in FAMILIES and key not in ROLES:
+        issues.append(_unknown(field, name, "fabric", names, aliases))
+        return None
+    if chip is None:
+        issues.append(Issue(field, f"{name!r} names the chip preset's network, so it needs "
+                                   "system.preset; or name a fabric: one of "
+                                   f"{_accepted(list(FABRICS))}. Got {name!r} without "
+                                   "system.preset."))
+        return None
+    own = [FABRICS[f] for f in (chip.scale_up, chip.scale_out) if f is not None]
+    match = [f for f in own if key in (f.family, f.role)]
+    if not match:
+        offered = _accepted([n for f in own for n in (f.family, f.role, f.name)]) or "none"
+        issues.append(Issue(field, f"must name a fabric of preset {chip.name!r} ({offered}) or "
+                                   f"a fabric preset. Got {name!r} instead."))
+        return None
+    return match[0]
+
+
+# --------------------------------------------------------------------------- model
+def _expand_model(data: dict[str, Any], workload: dict[str, Any], issues: list[Issue]) -> None:
+    name = workload.pop("model")
+    model = model_named(name) if isinstance(name, str) else None
+    if model is None:
+        issues.append(_unknown("workload.model", name, "model", *_names(MODELS)))
+        return
+    kind = workload.setdefault("kind", "llm")
+    if kind == "llm":
+        _fill_llm(data, workload, model, issues)
+    elif kind == "llm_serving":
+        _fill_serving(data, workload, model, issues)
+    else:
+        issues.append(Issue("workload.model", f"needs workload.kind 'llm' or 'llm_serving' "
+                                              f"(a transformer). Got kind {kind!r} with model "
+                                              f"{model.name!r}."))
+
+
+def _shape(model: ModelPreset) -> dict[str, int]:
+    return {"hidden_dim": model.hidden, "num_head": model.heads, "head_dim": model.head_dim,
+            "num_layer": model.layers}
+
+
+def _layer(model: ModelPreset) -> dict[str, int]:
+    """The generator keys of the model's layer (GQA, FFN width and kind, experts)."""
+    out = {"num_kv_head": model.kv_heads, "ffn_dim": model.ffn, "gated_ffn": int(model.gated)}
+    if model.num_expert:
+        out.update(num_expert=model.num_expert, top_k=model.top_k)
+    return out
+
+
+def _fill_llm(data: dict[str, Any], workload: dict[str, Any], model: ModelPreset,
+              issues: list[Issue]) -> None:
+    for key, value in _shape(model).items():
+        workload.setdefault(key, value)
+    workload.setdefault("seq_len", int(model.seq_len.value or 1))
+    workload.setdefault("vocab_size", model.vocab)
+    graph = data.setdefault("graph", {"generator": "llm"})
+    if not isinstance(graph, dict):
+        return
+    if graph.get("generator") in _LLM_GENERATORS:
+        for key, value in _layer(model).items():
+            graph.setdefault(key, value)
+    elif graph.get("generator") == "llm-decode":
+        _fill_decode(graph, model, issues)
+
+
+def _fill_decode(graph: dict[str, Any], model: ModelPreset, issues: list[Issue]) -> None:
+    """The ``llm-decode`` generator's layer keys (it calls the FFN width ``mlp_dim``)."""
+    if model.num_expert:
+        issues.append(Issue("workload.model", f"is a mixture of experts ({model.name!r}); the "
+                                              "llm-decode generator has dense layers only. Use "
+                                              "generator 'llm' or a dense model."))
+        return
+    layer = {"num_kv_head": model.kv_heads, "mlp_dim": model.ffn, "gated_ffn": int(model.gated)}
+    for key, value in layer.items():
+        graph.setdefault(key, value)
+
+
+def _fill_serving(data: dict[str, Any], workload: dict[str, Any], model: ModelPreset,
+                  issues: list[Issue]) -> None:
+    if model.num_expert:
+        issues.append(Issue("workload.model", f"is a mixture of experts ({model.name!r}); "
+                                              "workload.kind 'llm_serving' models dense layers "
+                                              "only. Use kind 'llm' or a dense model."))
+        return
+    for key, value in {**_shape(model), **_layer(model)}.items():
+        workload.setdefault(key, value)
+    data.setdefault("graph", {"generator": "llm-serving"})
