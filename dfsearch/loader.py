@@ -56,6 +56,7 @@ from typing import Any
 from dfsearch import codes, workloads
 from dfsearch.errors import Issue, SpecError
 from dfsearch.io.files import read_text  # re-exported
+from dfsearch.presets import expand_presets
 from dfsearch.spec import (
     AUTO,
     Accelerator,
@@ -473,7 +474,10 @@ class _Reader:
 # --------------------------------------------------------------------------- spec
 def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
     """A validated spec from the values of a parsed TOML file (``file`` names it in errors;
-    relative ``include`` paths resolve against ``base_dir``). Raises ``SpecError``."""
+    relative ``include`` paths resolve against ``base_dir``). Presets named in it
+    (``system.preset``, ``system.network[i].fabric``, ``workload.model``) are expanded
+    first (``dfsearch.presets``). Raises ``SpecError``."""
+    data = expand_presets(data, file)
     r = _Reader()
     r.keys(data, "", list(_TOP))
     for name in ("workload", "graph", "system"):

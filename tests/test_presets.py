@@ -170,6 +170,49 @@ def test_twelve_line_llama3_70b_spec_loads():
     assert "FFN_gate" in kernels and kernels["FFN_gate"].m * kernels["FFN_gate"].outer == 28672
 
 
+def test_a_scale_up_fabric_gives_its_domain_size_unless_the_spec_says_otherwise():
+    def sizes(num_chip: int, explicit: str = "") -> list:
+        text = (f'[system]\npreset = "h100"\nnum_chip = {num_chip}\n'
+                f'[[system.network]]\nfabric = "nvlink"\n{explicit}'
+                '[[system.network]]\nfabric = "infiniband"\n')
+        return [d.get("size") for d in _expand(text)["system"]["network"]]
+
+    assert sizes(64) == [8, None]  # NVLink node of 8 GPUs; the scale-out size is searched
+    assert sizes(64, "size = 4\n") == [4, None]  # an explicit size wins
+    assert sizes(4) == [None, None]  # 8 does not divide 4 chips: left to the search
+
+
+TRAINING_12_LINES = """\
+[workload]
+model = "llama3-70b"
+global_batch_size = 1024
+[system]
+preset = "h100-sxm-80gb"
+num_chip = 64
+[[system.network]]
+fabric = "nvlink"
+[[system.network]]
+fabric = "infiniband"
+[training]
+recompute = "full"
+"""
+
+
+@pytest.mark.slow
+def test_twelve_line_training_spec_runs_to_a_mapping(tmp_path):
+    """The docs' 12-line Llama-3-70B-on-64-H100 spec finds a feasible mapping on 8-GPU
+    NVLink nodes."""
+    from dfsearch import api
+
+    assert len(TRAINING_12_LINES.splitlines()) == 12
+    path = tmp_path / "l70.toml"
+    path.write_text(TRAINING_12_LINES)
+    r = api.run(api.load(path))
+    ev = r.evaluation
+    assert ev is not None and ev.decision.shape[0] == 8  # the NVLink domain, not searched
+    assert ev.tp * ev.pp * ev.dp == 64 and 8 % ev.tp == 0
+
+
 def test_word_bytes_picks_the_precision_peak():
     text = LLAMA3_70B_ON_64_H100 + "[execution]\nword_bytes = 1\n"
     accel = _expand(text)["system"]["accelerator"]

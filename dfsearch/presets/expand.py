@@ -155,9 +155,23 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
             continue
         dim.setdefault("topology", fabric.topology.label)
         dim.setdefault("link_bw_GBps", fabric.link_bw_GBps())
+        domain = _domain_size(fabric, system.get("num_chip"))
+        if domain is not None:
+            dim.setdefault("size", domain)
         latency = fabric.latency.in_base()
         if latency is not None:
             dim.setdefault("link_latency_ns", latency)
+
+
+def _domain_size(fabric: FabricPreset, num_chip: Any) -> int | None:
+    """The size a scale-up fabric gives its dimension when the spec leaves it out: its
+    domain (8 GPUs of an NVLink node), when that divides the chip count; else None (the
+    search chooses the size, as for any dimension)."""
+    if fabric.role != "scale-up" or fabric.domain is None or fabric.domain.value is None:
+        return None
+    size = int(fabric.domain.value)
+    ok = isinstance(num_chip, int) and not isinstance(num_chip, bool) and num_chip % size == 0
+    return size if ok and num_chip > 0 else None
 
 
 def _resolve_fabric(name: Any, chip: ChipPreset | None, field: str, issues: list[Issue]
