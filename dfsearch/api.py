@@ -26,7 +26,7 @@ def load(source: str | Path | Spec, *, equations: Equations | None = None) -> Sp
     """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec.
 
     A Spec object is validated again (it may come from ``dataclasses.replace``, which skips
-    validation; ``spec.replace(path, value)`` is the validated way to change a field).
+    validation; ``dfsearch.replace(spec, path, value)`` is the validated way to change a field).
     ``equations`` picks the equation set of a pre-v1 DFModel input, which its text cannot
     tell (``loader.load_spec``); any other input must already use it.
     """
@@ -39,7 +39,7 @@ def load(source: str | Path | Spec, *, equations: Equations | None = None) -> Sp
             raise SpecError(issues, file="<Spec object>")
         if equations is not None and source.execution.equations is not equations:
             raise SpecError(f"equations: the Spec uses {source.execution.equations.label!r}; "
-                            f"change it with spec.replace('execution.equations', "
+                            f"change it with dfsearch.replace(spec, 'execution.equations', "
                             f"{equations.label!r}). Got {equations.label!r}.",
                             file="<Spec object>")  # fmt: skip
         return source

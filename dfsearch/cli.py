@@ -17,6 +17,7 @@ import typer
 from dfsearch import __version__
 from dfsearch.codes import RunStatus
 from dfsearch.errors import DfsearchError, InfeasibleError, SpecError
+from dfsearch.loader import replace_field
 
 __all__ = ["app", "main"]
 
@@ -311,7 +312,7 @@ def run(
         s = api.load(path, equations=eq)
         for field, name in (("strategy", strategy), ("assignment", assignment)):
             if name is not None:
-                s = s.replace(f"search.{field}", name)
+                s = replace_field(s, f"search.{field}", name)
         with _compile_notice(not quiet):
             result = api.run(
                 s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,

@@ -13,6 +13,7 @@ import pytest
 
 from dfsearch import api, plan
 from dfsearch.codes import RunStatus
+from dfsearch.loader import replace_field
 from dfsearch.plan.base import Phase, Plan, Pool, WeightedSum, composed_status
 from dfsearch.result import PhaseResult, RunResult
 from dfsearch.search.engine import search
@@ -113,7 +114,7 @@ class _Disaggregated:
 
     def plan(self, spec: Spec) -> Plan:
         half = spec.system.num_chip // 2
-        pool = spec.replace("system.network[0].size", 0).replace("system.num_chip", half)
+        pool = replace_field(replace_field(spec, "system.network[0].size", 0), "system.num_chip", half)
         link = spec.system.network[0].link_bw_GBps
         return Plan(self.name, (Pool("prefill", pool.system), Pool("decode", pool.system)),
                     (Phase("prefill", pool, pool="prefill"), Phase("decode", pool, pool="decode")),
@@ -135,7 +136,7 @@ class _Disaggregated:
 
 def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(plan.PLAN_KINDS, "toy-disaggregated", _Disaggregated())
-    spec = random_spec(3).replace("search.seed", 4242)
+    spec = replace_field(random_spec(3), "search.seed", 4242)
     r = plan.run(spec)
     assert r.plan == "toy-disaggregated"
     assert [(p.name, p.role) for p in r.phases] == [("prefill", "prefill"), ("decode", "decode")]
