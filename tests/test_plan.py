@@ -153,7 +153,7 @@ def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_run_api_and_a_one_point_sweep_give_the_same_numbers(path: Path) -> None:
     """``dfsearch run`` (``api.run``) and the sweep's worker on the same point (a one-point
     sweep) run the same plan and give the same cells (the search's seconds aside)."""
-    from dfsearch.study.runner import Task, _metrics, roofline_cells, run_point
+    from dfsearch.study.point import Task, _metrics, roofline_cells, run_point
 
     spec = api.load(path)
     r = api.run(spec)
