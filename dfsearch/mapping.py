@@ -195,8 +195,9 @@ def load_partitioned_mapping(path: str | Path, spec: Spec) -> tuple[Decision, An
         entry for a kernel outside the slowest partition.
     """
     from dfsearch.cost.network import groups
-    from dfsearch.cost.partition import full_sharding, kept_spec, partition_problem, plan_of
+    from dfsearch.cost.partition import kept_spec, partition_problem, plan_of
     from dfsearch.search import outer as outer_mod
+    from dfsearch.search.engine import full_sharding
 
     path = Path(path)
     data = _read(path)

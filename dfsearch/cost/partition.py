@@ -279,22 +279,6 @@ def kept_spec(spec: Spec, plan: PartitionPlan, pp: int) -> Spec:
     return replace(spec, graph=graph, workload=wl)
 
 
-def full_sharding(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
-                  pinned: dict[int, Dim] | None = None) -> tuple[Dim, ...]:
-    """The inter-chip sharding of the whole graph: pinned choices (the spec's, then
-    ``pinned``), the byte-minimal solution for the rest (ties by time at the first tile
-    count)."""
-    from dfsearch.search import outer as outer_mod
-    from dfsearch.search.engine import outer_sharding
-
-    t = outer_mod.tile_counts(spec)[0]
-    if pinned:
-        ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k
-                   for i, k in enumerate(spec.graph.kernels))  # fmt: skip
-        spec = replace(spec, graph=replace(spec.graph, kernels=ks))
-    return outer_sharding(spec, shape, t, placement)
-
-
 def infeasible_partition(spec: Spec, shape: tuple[int, ...], pp: int, why: str) -> str:
     return (f"shape {shape}: no cut of the {len(spec.graph.kernels)} kernels into PP = {pp} "
             f"partitions: {why}")

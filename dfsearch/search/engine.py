@@ -57,7 +57,7 @@ from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
-__all__ = ["search", "outer_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
@@ -274,6 +274,19 @@ def outer_sharding(
     """The inter-chip sharding the search uses on (shape, tile count, placement): the
     spec's pinned choices, the byte-minimal solution of the sharding pass for the rest."""
     return _sharding(spec, shape, num_tile, {} if cache is None else cache, placement)
+
+
+def full_sharding(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
+                  pinned: dict[int, Dim] | None = None) -> tuple[Dim, ...]:
+    """The inter-chip sharding of the whole graph: pinned choices (the spec's, then
+    ``pinned``), the byte-minimal solution for the rest (ties by time at the first tile
+    count; DFModel's pipeline partitioning cuts the graph under it, ``cost.partition``)."""
+    t = outer_mod.tile_counts(spec)[0]
+    if pinned:
+        ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k
+                   for i, k in enumerate(spec.graph.kernels))  # fmt: skip
+        spec = replace(spec, graph=replace(spec.graph, kernels=ks))
+    return outer_sharding(spec, shape, t, placement)
 
 
 def _sharding(

@@ -433,9 +433,10 @@ def search_partitioned(spec: Any, *, seed: int | None = None, time_limit_s: floa
 def _choices(spec: Any, run: _Run, objective: Any) -> list:
     """Every (bound, shape, placement, plan, kept partition's spec), best bound first."""
     from dfsearch.cost.network import groups
-    from dfsearch.cost.partition import full_sharding, kept_spec, partition_problem, plan_of
+    from dfsearch.cost.partition import kept_spec, partition_problem, plan_of
     from dfsearch.result import Violation
     from dfsearch.search import outer as outer_mod
+    from dfsearch.search.engine import full_sharding
 
     out = []
     for shape in outer_mod.shapes(spec):
