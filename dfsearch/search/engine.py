@@ -43,17 +43,22 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status
+from dfsearch.cost import network
 from dfsearch.cost.layout import Control, no_control
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
+from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.placement import Placement
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
+from dfsearch.search.assign import lone_misfits
 from dfsearch.search.objective import Objective, objective_of
+from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
+from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
@@ -298,10 +303,6 @@ def _sharding(
         return tuple(Dim.NO for _ in kernels)
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]
-    from dfsearch.cost import network
-    from dfsearch.cost.quirks import Quirks
-    from dfsearch.search.sharding import solve_spec_sharding
-
     # the sharding depends on the shape only through the TP degree and TP collective ratios
     ratios = network.llm_ratios(
         spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
@@ -479,8 +480,6 @@ def _explain(spec: Spec, v: Violation, placement: Placement | None = None) -> Vi
     in a configuration at the closest outer choice (with its ``placement``)."""
     if v.constraint not in ("sram", "cores") or not v.num_config:
         return v
-    from dfsearch.search.assign import lone_misfits
-
     sharding = _sharding(spec, v.shape, v.num_tile, {}, placement)
     mbs = outer_mod.micro_batch_size(spec)
     outer = Outer(v.shape, sharding, mbs, v.num_tile, v.num_config, placement)
@@ -500,6 +499,4 @@ def _outer_violation(spec: Spec, p: Pair) -> Violation:
 
 def _compile_first() -> None:
     """Compile (or load from the cache) every jitted function before a clock starts."""
-    from dfsearch.search.warmup import warm_up
-
     warm_up()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dfsearch import __version__
 from dfsearch.errors import Issue, SpecError
 from dfsearch.study.distributed import dask_results
 from dfsearch.study.folder import folder_lock, output_folder
@@ -120,8 +121,6 @@ def study_fingerprint(study: Study) -> str:
     spec, its defaults and included files as loaded, the edits, networks, area, seed, axes,
     filters) and of the dfsearch version: equal fingerprints mean every row of the table is
     still right when its axis values match."""
-    from dfsearch import __version__
-
     data = [__version__, study.base_data, study.defaults, list(study.fixed), study.combine,
             [[a.name, list(a.values)] for a in study.axes], [c.text for c in study.filters],
             study.seed, dict(study.network_sizes), study.area]  # fmt: skip
