@@ -23,6 +23,24 @@ def test_import_dfsearch_loads_no_heavy_module():
     assert out.stdout.strip() == ""
 
 
+#: the modules that compile (and import Numba at module level, or a module that does)
+JITTED = ("cost._jit", "cost.evaluate", "search._dp", "search._window")
+
+
+def test_data_and_model_layers_load_no_heavy_module():
+    """Reading, checking and converting specs loads no Numba: the data and model layers
+    import the jitted modules only inside the functions that run compiled code."""
+    light = [m for m in module_files() if layer_of(m) in ("data", "model") and m not in JITTED]
+    assert "loader" in light and "cost.model" in light
+    code = (
+        "import importlib, sys\n"
+        f"for m in {light!r}:\n    importlib.import_module('dfsearch.' + m)\n"
+        "print(','.join(m for m in ('numba', 'optuna', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
 def test_help_loads_no_heavy_module():
     code = (
         "import sys\nfrom typer.testing import CliRunner\nfrom dfsearch.cli import app\n"
