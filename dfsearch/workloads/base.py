@@ -1,16 +1,16 @@
 """The contract of a workload kind: ``WorkloadModel`` and the records its hooks exchange.
 
 A workload kind (``codes.WorkloadKind``: LLM, DLRM, HPL, FFT) is its input dataclass (the
-``[workload]`` table) plus one frozen, stateless ``WorkloadModel`` subclass that holds every
+``[workload]`` table, ``dfsearch.workload_specs``) plus one frozen, stateless ``WorkloadModel`` subclass that holds every
 rule in which the kinds differ: batch structure, tile counts and shapes searched, shard
 dimensions, network terms, DRAM constants, outer-choice divisibility, validation and the
 report line. The rest of the code asks the registry (``dfsearch.workloads.model_of``) and
 never branches on the kind. ``docs/extending.md`` ("Adding a workload kind") lists the steps.
 
-Import rule: ``dfsearch.spec`` re-exports the workload dataclasses, so the kind modules are
-imported while ``spec`` is being built. They import only ``codes`` and this module at module
-level; the cost, graph and validation modules (which import ``spec``) are imported inside
-the hooks that need them.
+Import rule: the kinds are in the model layer (docs/design.md, "Layers"). Their input
+dataclasses live in the data layer (``dfsearch.workload_specs``); the kind modules import,
+at module level, the data layer and the model modules they need (``cost.network``,
+``kernels.graph``, ``workloads.network_rules``), never ``validate``, which imports them.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ __all__ = [
     "pipeline_factors",
 ]
 
-#: (lo, hi, unit) of one numeric workload field: ``validate.Range(lo, hi, unit)``
+#: (lo, hi, unit) of one numeric workload field: ``issues.Range(lo, hi, unit)``
 FieldRange = tuple[float, float, str]
 
 
