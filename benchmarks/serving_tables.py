@@ -89,9 +89,9 @@ def specdec_table(scheme: str) -> list[dict]:
     rows = []
     for k in WINDOWS:
         for alpha in ALPHAS:
-            spec = base.replace("speculative.window", k)
-            spec = spec.replace("speculative.acceptance_rate", alpha)
-            spec = spec.replace("speculative.scheme", scheme)
+            spec = dfsearch.replace(base, "speculative.window", k)
+            spec = dfsearch.replace(spec, "speculative.acceptance_rate", alpha)
+            spec = dfsearch.replace(spec, "speculative.scheme", scheme)
             sp = dfsearch.run(spec).speculative
             rows.append({"scheme": scheme, "window": k, "alpha": alpha,
                          "expected_tokens": sp.expected_tokens, "speedup": sp.speedup,

@@ -207,7 +207,7 @@ def predict(toml_text: str, name: str) -> dict[str, Any]:
         result = dfsearch.run(spec)
     except InfeasibleError as exc:
         fits, why = False, str(exc).splitlines()[0]
-        result = dfsearch.run(spec.replace("system.memory.dram_bytes", 0))
+        result = dfsearch.run(dfsearch.replace(spec, "system.memory.dram_bytes", 0))
     seconds = time.perf_counter() - t
     ev = result.evaluation
     return {

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "load", "run", "evaluate"]
+__all__ = ["__version__", "load", "replace", "run", "evaluate"]
 
 _LAZY = {
     "load": ("dfsearch.loader", "load_spec"),
+    "replace": ("dfsearch.loader", "replace_field"),
     "run": ("dfsearch.api", "run"),
     "evaluate": ("dfsearch.api", "evaluate"),
 }

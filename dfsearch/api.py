@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dfsearch import plan
 from dfsearch.codes import Equations
 from dfsearch.cost.model import Evaluation
-from dfsearch.cost.partition import PartitionPlan
-from dfsearch.cost.stages import StagePlan
+from dfsearch.cost.model import evaluate as _evaluate
+from dfsearch.cost.partition import PartitionPlan, is_partitioned
+from dfsearch.cost.stages import StagePlan, is_staged
 from dfsearch.decision import Decision
-from dfsearch.errors import InfeasibleError
+from dfsearch.errors import InfeasibleError, Issue, SpecError
+from dfsearch.loader import load_spec
 from dfsearch.result import RunResult
 from dfsearch.search.engine import Progress
 from dfsearch.spec import Spec
+from dfsearch.validate import seed_issue, validate_spec
 
 __all__ = ["run", "evaluate", "evaluate_mapping", "load"]
 
@@ -26,25 +30,20 @@ def load(source: str | Path | Spec, *, equations: Equations | None = None) -> Sp
     """A Spec from a path (dfsearch TOML or DFModel setup.txt) or an existing Spec.
 
     A Spec object is validated again (it may come from ``dataclasses.replace``, which skips
-    validation; ``spec.replace(path, value)`` is the validated way to change a field).
+    validation; ``dfsearch.replace(spec, path, value)`` is the validated way to change a field).
     ``equations`` picks the equation set of a pre-v1 DFModel input, which its text cannot
     tell (``loader.load_spec``); any other input must already use it.
     """
     if isinstance(source, Spec):
-        from dfsearch.errors import SpecError
-        from dfsearch.validate import validate_spec
-
         issues = validate_spec(source)
         if issues:
             raise SpecError(issues, file="<Spec object>")
         if equations is not None and source.execution.equations is not equations:
             raise SpecError(f"equations: the Spec uses {source.execution.equations.label!r}; "
-                            f"change it with spec.replace('execution.equations', "
+                            f"change it with dfsearch.replace(spec, 'execution.equations', "
                             f"{equations.label!r}). Got {equations.label!r}.",
                             file="<Spec object>")  # fmt: skip
         return source
-    from dfsearch.loader import load_spec
-
     return load_spec(source, equations=equations)
 
 
@@ -71,8 +70,6 @@ def run(
         No feasible mapping was found; the message says which constraints bind and by how
         much, and ``exc.result`` is the full result (status, violations, lower bound).
     """
-    from dfsearch import plan
-
     _check_run_args(seed, time_limit_s, max_evaluations)
     result = plan.run(
         load(source), seed=seed, time_limit_s=time_limit_s, max_evaluations=max_evaluations,
@@ -85,9 +82,6 @@ def run(
 
 def _check_run_args(seed: object, time_limit_s: object, max_evaluations: object) -> None:
     """The keyword arguments of ``run`` get the checks of the spec's ``[search]`` table."""
-    from dfsearch.errors import Issue, SpecError
-    from dfsearch.validate import seed_issue
-
     issues = [seed_issue("seed", seed)] if seed is not None else []
     if time_limit_s is not None and not (isinstance(time_limit_s, (int, float)) and time_limit_s >= 0):
         issues.append(Issue("time_limit_s", f"must be a number >= 0 s. Got {time_limit_s!r} instead."))
@@ -109,20 +103,12 @@ def evaluate(source: str | Path | Spec, decision: Decision) -> Evaluation:
         Bad input, or a whole model in pipeline pieces (``evaluate_mapping`` evaluates its
         mapping files: one decision per piece).
     """
-    from dfsearch.cost.model import evaluate as _evaluate
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import is_staged
-
     spec = load(source)
     if is_partitioned(spec):
-        from dfsearch.errors import SpecError
-
         raise SpecError("a graph cut into pipeline partitions (workload.partition_graph) needs "
                         "its partition besides the decision: use dfsearch.api.evaluate_mapping "
                         "with a mapping file", file="dfsearch.evaluate")  # fmt: skip
     if is_staged(spec):
-        from dfsearch.errors import SpecError
-
         raise SpecError("a whole model in pipeline pieces (an embedding or LM head with "
                         "num_layer_in_graph < num_layer) has one decision per piece: use "
                         "dfsearch.api.evaluate_mapping with a mapping file",
@@ -141,6 +127,4 @@ def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
     SpecError
         Bad spec or mapping file.
     """
-    from dfsearch import plan
-
     return plan.evaluate_mapping(load(source), mapping)

@@ -21,9 +21,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dfsearch.api import run as run_search
 from dfsearch.codes import RunStatus
-from dfsearch.cost.lower import Outer
+from dfsearch.cost.lower import Outer, lower
+from dfsearch.cost.partition import is_partitioned
+from dfsearch.cost.stages import is_staged
+from dfsearch.errors import SpecError
+from dfsearch.search import exact
 from dfsearch.search.exact import ExactResult
+from dfsearch.search.outer import final_from_ii
+from dfsearch.search.strategies import assignment_strategy
 from dfsearch.spec import Spec
 
 __all__ = ["CheckResult", "check", "REL_TOL"]
@@ -141,11 +148,6 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
         infeasible what the heuristic mapped, or the search claims a proven optimum that
         the exact solver improves on: a bug in one of them.
     """
-    from dfsearch.api import run as run_search
-    from dfsearch.cost.lower import lower
-    from dfsearch.search.exact import solve_exact
-    from dfsearch.search.strategies import assignment_strategy
-
     _one_graph(spec)
     assignment_strategy("cp-sat")  # SolverUnavailableError before any work without OR-Tools
     run = run_search(spec, seed=seed)
@@ -157,7 +159,7 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
     problem = lower(spec, outer)
     h_ii = ev.all_config_ii_ns
     # CP-SAT takes seeds below 2**31; run seeds go up to 2**32 - 1
-    ex = solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed % 2**31)
+    ex = exact.solve_exact(problem, time_limit_s=time_limit_s, hint=d.config, seed=seed % 2**31)
     _consistency(ex, h_ii, run.search.optimal)
     h_final = ev.final_s
     exact_final = _final_s(problem, ex.value_ns)
@@ -181,10 +183,6 @@ def check(spec: Spec, *, time_limit_s: float = 60, seed: int = 0) -> CheckResult
 
 def _one_graph(spec: Spec) -> None:
     """SpecError for a whole model in pipeline pieces: the exact solver takes one graph."""
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import is_staged
-    from dfsearch.errors import SpecError
-
     if is_partitioned(spec):
         raise SpecError("cannot check this spec: its graph is cut into pipeline partitions "
                         "(workload.partition_graph) before the intra-chip model runs the "
@@ -201,8 +199,6 @@ def _one_graph(spec: Spec) -> None:
 def _final_s(problem, ii: float | None) -> float | None:
     """final_s of the outer choices of ``problem`` for a sum of IIs ``ii`` (None and inf
     pass through)."""
-    from dfsearch.search.outer import final_from_ii
-
     if ii is None:
         return None
     if not math.isfinite(ii):

@@ -15,8 +15,29 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dfsearch import __version__
-from dfsearch.codes import RunStatus
-from dfsearch.errors import DfsearchError, InfeasibleError, SpecError
+from dfsearch.codes import Equations, RunStatus
+from dfsearch.cost.partition import PartitionPlan
+from dfsearch.errors import DfsearchError, InfeasibleError, SolverUnavailableError, SpecError
+from dfsearch.explain import UNITS, violation_text
+from dfsearch.io.toml_writer import graph_to_toml, spec_to_toml
+from dfsearch.kernels.generators import GENERATORS
+from dfsearch.kernels.generators import generate as gen
+from dfsearch.loader import load_input, load_spec, replace_field
+from dfsearch.report import (
+    describe_graph,
+    describe_spec,
+    format_evaluation,
+    format_run,
+    partition_lines,
+    stage_lines,
+)
+from dfsearch.result import SearchStats
+from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
+from dfsearch.spec import Graph
+from dfsearch.study import commands, plots
+from dfsearch.study.pareto import pareto_front, parse_objectives
+from dfsearch.study.study import load_study
+from dfsearch.validate import quote_list, seed_issue, strategy_issue
 
 __all__ = ["app", "main"]
 
@@ -139,8 +160,6 @@ def _check_args(
     (option name -> path; '-' is stdout) in a missing or read-only folder, on a folder, on an
     input file or on another output; a seed numpy and optuna reject; a strategy name
     (search.strategy / search.assignment -> value) that is not registered."""
-    from dfsearch.validate import seed_issue, strategy_issue
-
     problems = []
     if seed is not None and (issue := seed_issue("--seed", seed)) is not None:
         problems.append(issue.render())
@@ -225,9 +244,6 @@ def _equations(name: str | None) -> Any:
     unknown name."""
     if name is None:
         return None
-    from dfsearch.codes import Equations
-    from dfsearch.validate import quote_list
-
     try:
         return Equations.from_label(name)
     except KeyError:
@@ -238,8 +254,6 @@ def _equations(name: str | None) -> Any:
 
 def _strategy_help(kind: str) -> str:
     """Option help listing every registered strategy with its one-line summary."""
-    from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
-
     if kind == "strategy":
         head = ("How the outer choices (network shape x tile count x configuration count) are "
                 "explored (default: the spec's search.strategy, 'auto'):")  # fmt: skip
@@ -299,8 +313,7 @@ def run(
     Strategies: --strategy chooses how outer choices are explored, --assignment how one
     outer choice is solved (docs/design.md, "Search strategies"); only strategies that can
     prove optimality can make a run OPTIMAL."""
-    from dfsearch import api
-    from dfsearch.errors import SolverUnavailableError
+    from dfsearch import api  # the search behind it loads Numba
 
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
@@ -308,10 +321,10 @@ def run(
     eq = _equations(equations)
     progress = _progress(not quiet and sys.stderr.isatty() and json_out != "-")
     try:
-        s = api.load(path, equations=eq)
+        s = load_spec(path, equations=eq)
         for field, name in (("strategy", strategy), ("assignment", assignment)):
             if name is not None:
-                s = s.replace(f"search.{field}", name)
+                s = replace_field(s, f"search.{field}", name)
         with _compile_notice(not quiet):
             result = api.run(
                 s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
@@ -334,8 +347,6 @@ def run(
 def _write_run(result, path: Path, json_out: str | None, mapping_out: Path | None) -> None:
     """The outputs of ``run``: the report (unless the JSON goes to stdout), the JSON, the
     mapping file; exit code 130 after Ctrl-C."""
-    from dfsearch.report import format_run
-
     if json_out != "-":
         typer.echo(format_run(result, title=f"dfsearch {__version__}: {path}"))
     if json_out:
@@ -372,40 +383,30 @@ def eval_(
     """Evaluate one given mapping (no search) and report it."""
     _check_args(inputs=(spec, mapping), outputs={"--json": json_out})
     eq = _equations(equations)
-    from dfsearch import api
-    from dfsearch.cost.partition import PartitionPlan
-    from dfsearch.report import describe_spec, format_evaluation, partition_lines, stage_lines
+    from dfsearch import api, plan  # the model behind them loads Numba
 
     try:
-        s = api.load(spec, equations=eq)
+        s = load_spec(spec, equations=eq)
         with _compile_notice(json_out != "-"):
-            ev, plan = api.evaluate_mapping(s, mapping)
+            ev, pieces = api.evaluate_mapping(s, mapping)
     except SpecError as exc:
         raise _fail(exc) from None
-    part = plan if isinstance(plan, PartitionPlan) else None
-    stages = None if part is not None else plan
+    part = pieces if isinstance(pieces, PartitionPlan) else None
+    stages = None if part is not None else pieces
     if json_out != "-":
         lines = [f"dfsearch {__version__}: {spec} with {mapping}", *describe_spec(s),
                  *format_evaluation(ev, s, stages), *(stage_lines(stages) if stages else []),
                  *(partition_lines(part) if part is not None and ev.feasible else [])]
         typer.echo("\n".join(lines))
     if json_out:
-        from dfsearch.result import SearchStats
-
         status = RunStatus.EVALUATED if ev.feasible else RunStatus.INFEASIBLE
         stats = SearchStats("given", 0.0, 1, s.search.seed, status, None, 0)
-        from dfsearch.explain import UNITS, violation_text
-
         extra = {"evaluator_status": ev.status.label, "violation": ev.violation}
         if not ev.feasible:
             extra |= {"violation_unit": UNITS.get(ev.status, ""), "violation_message": violation_text(s, ev)}
-        from dfsearch.plan import kind_of
-
-        res = kind_of(s).mapping_result(s, ev, plan, stats)
+        res = plan.kind_of(s).mapping_result(s, ev, pieces, stats)
         _write_json(_finite(res.to_json() | extra), json_out)
     if not ev.feasible:
-        from dfsearch.explain import violation_text
-
         typer.echo(f"{mapping}: infeasible mapping: {violation_text(s, ev)}.", err=True)
         raise typer.Exit(1)
 
@@ -419,10 +420,6 @@ def validate(
     """Check an input and print a summary (kernels, connections, FLOP, weights, system)."""
     _check_args(inputs=(file,), outputs={"--json": json_out})
     eq = _equations(equations)
-    from dfsearch.loader import load_input
-    from dfsearch.report import describe_graph, describe_spec
-    from dfsearch.spec import Graph
-
     try:
         obj = load_input(file, equations=eq)
     except SpecError as exc:
@@ -469,9 +466,6 @@ def convert(
     """Convert a DFModel setup.txt into a dfsearch TOML spec (same model, same numbers)."""
     _check_args(inputs=(setup,), outputs={"--output": output})
     eq = _equations(equations)
-    from dfsearch.io.toml_writer import spec_to_toml
-    from dfsearch.loader import load_spec
-
     try:
         spec = load_spec(setup, equations=eq)
     except SpecError as exc:
@@ -492,10 +486,6 @@ def generate(
     'dfsearch generate llm --hidden 25600 --num-head 160 --head-dim 160 --seq 2048 --word 2 -o g.toml'.
     'dfsearch generate KIND --help-params' lists a generator's parameters."""
     _check_args(outputs={"--output": output})
-    from dfsearch.io.toml_writer import graph_to_toml
-    from dfsearch.kernels.generators import GENERATORS
-    from dfsearch.kernels.generators import generate as gen
-
     args = list(ctx.args)
     if "--help-params" in args and kind in GENERATORS:
         g = GENERATORS[kind]
@@ -551,13 +541,10 @@ def check(
     'pip install "dfsearch[exact]"'."""
     _check_args(inputs=(spec,), outputs={"--json": json_out}, seed=seed)
     eq = _equations(equations)
-    from dfsearch import api
-    from dfsearch.errors import SolverUnavailableError
+    from dfsearch.check import check as run_check  # the search behind it loads Numba
 
     try:
-        from dfsearch.check import check as run_check
-
-        s = api.load(spec, equations=eq)
+        s = load_spec(spec, equations=eq)
         with _compile_notice(json_out != "-"):
             result = run_check(s, time_limit_s=time_limit, seed=s.search.seed if seed is None else seed)
     except (SpecError, InfeasibleError, SolverUnavailableError) as exc:
@@ -599,8 +586,6 @@ def _check_lines(spec: Path, data: dict[str, Any], outer: Any) -> list[str]:
 
 # ----------------------------------------------------------------------------- studies
 def _objectives(text: str | None, option: str) -> tuple[str, ...] | None:
-    from dfsearch.study.pareto import parse_objectives
-
     try:
         return parse_objectives(text, option) if text else None
     except SpecError as exc:
@@ -627,10 +612,7 @@ def sweep(
     a table written for another study (or a changed base spec) is refused unless --fresh.
     Same study and seed give the same table for any --jobs (the seconds column aside).
     With --sample nsga2, NSGA-II trials choose the points (docs/studies.md)."""
-    from dfsearch.study import commands
-    from dfsearch.study.runner import SweepInterrupted
-    from dfsearch.study.runner import sweep as run_sweep
-    from dfsearch.study.study import load_study
+    from dfsearch.study import nsga, runner  # the search behind them loads Numba
 
     _check_args(inputs=(study, output / "results.csv"), outputs={"--json": json_out})
     objectives = _objectives(pareto, "--pareto")
@@ -647,19 +629,17 @@ def sweep(
             return
         show = not quiet and json_out != "-"
         if sample:
-            from dfsearch.study.nsga import DEFAULT_OBJECTIVES, nsga_sweep
-
-            objectives = objectives or DEFAULT_OBJECTIVES
+            objectives = objectives or nsga.DEFAULT_OBJECTIVES
             with _compile_notice(show):
-                summary = nsga_sweep(s, output, trials=trials, seed=sample_seed, objectives=objectives,
+                summary = nsga.nsga_sweep(s, output, trials=trials, seed=sample_seed, objectives=objectives,
                                      fresh=fresh, progress=commands.progress_printer() if show else None)  # fmt: skip
         else:
             with _compile_notice(show and jobs == 1 and not dask):  # workers compile on their own
-                summary = run_sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
-                                    progress=commands.progress_printer() if show else None)  # fmt: skip
+                summary = runner.sweep(s, output, jobs=jobs, fresh=fresh, dask=dask,
+                                       progress=commands.progress_printer() if show else None)  # fmt: skip
     except DfsearchError as exc:
         raise _fail(exc) from None
-    except (SweepInterrupted, KeyboardInterrupt) as exc:
+    except (runner.SweepInterrupted, KeyboardInterrupt) as exc:
         typer.echo(str(exc) or "interrupted; run the same command again to resume.", err=True)
         raise typer.Exit(130) from None
     data = summary.to_json()
@@ -697,9 +677,6 @@ def pareto_cmd(
     beats in every objective (throughput maximised, cost and power minimised)."""
     import io
 
-    from dfsearch.study import commands
-    from dfsearch.study.pareto import pareto_front
-
     _check_args(inputs=(commands.results_path(results),), outputs={"--json": json_out})
     names = _objectives(objectives, "--objectives")
     try:
@@ -724,9 +701,6 @@ def plot(
     output: Annotated[Optional[Path], typer.Option("-o", "--output", metavar="PATH", help="Image file (.png, .svg, .pdf); default RESULTS/<kind>[_<metric>].png.")] = None,  # noqa: UP045
 ) -> None:
     """Draw a figure of a results table (needs 'pip install "dfsearch[plot]"', matplotlib)."""
-    from dfsearch.errors import SolverUnavailableError
-    from dfsearch.study import commands, plots
-
     if kind not in plots.KINDS:
         typer.echo(f"--kind must be one of {', '.join(plots.KINDS)}. Got {kind!r} instead.", err=True)
         raise typer.Exit(2)

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dfsearch.codes import Phase, Status
+from dfsearch.cost.layout import NUM_SET, SetSlot
 from dfsearch.cost.lower import Outer, Problem, lower
-from dfsearch.cost.model import Evaluation
+from dfsearch.cost.model import Evaluation, evaluate
+from dfsearch.cost.stages import is_staged, members_of, piece_spec
 from dfsearch.result import format_bytes
 from dfsearch.spec import Spec
 
@@ -53,8 +55,6 @@ def violation_text(spec: Spec, ev: Evaluation) -> str:
     generic = f"{ev.status.message} (by {ev.violation:.6g} {UNITS.get(ev.status, '')})".rstrip()
     if ev.status is Status.DRAM:
         generic = f"DRAM per chip: capacity exceeded by {format_bytes(ev.violation)} ({ev.violation:.6g} bytes)"
-    from dfsearch.cost.stages import is_staged
-
     d = ev.decision
     if ev.status is Status.SHAPE:
         chips = spec.system.num_chip // spec.num_copy
@@ -79,9 +79,6 @@ def violation_text(spec: Spec, ev: Evaluation) -> str:
 def _piece_of(spec: Spec, ev: Evaluation) -> _Where | None:
     """The piece of a whole model whose own evaluation is ``ev`` (``cost.stages.evaluate_staged``
     returns the failing piece's), or None."""
-    from dfsearch.cost.model import evaluate
-    from dfsearch.cost.stages import members_of, piece_spec
-
     names = {"before": "embedding", "layers": "layer graph", "after": "LM head"}
     mbs = ev.decision.micro_batch_size
     for name, members in members_of(spec).items():
@@ -156,8 +153,6 @@ def _capacity(w: _Where, problem: Problem, ev: Evaluation) -> str:
     """SRAM or cores: every configuration that breaks the capacity on its own, costed by
     ``set_cost`` (earlier configurations marked as such, lone weight kernels exactly)."""
     from dfsearch.cost.evaluate import set_cost
-    from dfsearch.cost.layout import NUM_SET, SetSlot
-
     n = problem.num_kernels
     cfg = np.asarray(ev.decision.config, np.int64)
     counts = np.bincount(cfg, minlength=problem.num_config)

@@ -55,7 +55,9 @@ from typing import Any
 
 from dfsearch import codes, workloads
 from dfsearch.errors import Issue, SpecError
+from dfsearch.io import dfmodel
 from dfsearch.io.files import read_text  # re-exported
+from dfsearch.kernels.generators import GENERATORS, generate
 from dfsearch.presets import expand_presets
 from dfsearch.spec import (
     AUTO,
@@ -74,7 +76,7 @@ from dfsearch.spec import (
     Training,
     Workload,
 )
-from dfsearch.validate import quote_list, show, strategy_issue, validate_parts
+from dfsearch.validate import quote_list, show, strategy_issue, validate_graph, validate_parts
 from dfsearch.workloads import model_named, model_of
 
 __all__ = [
@@ -118,7 +120,6 @@ def load_spec(path: str | Path, *, equations: codes.Equations | None = None) -> 
         of ``docs/spec.md``; the error lists every problem found, with field paths.
     """
     text = read_text(path)
-    dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
         return dfmodel.load_dfmodel(text, file=str(path), equations=equations)
     spec = load_toml_spec(text, file=str(path), base_dir=Path(path).parent)
@@ -181,7 +182,6 @@ def load_input(path: str | Path, *, equations: codes.Equations | None = None) ->
         As :func:`load_spec` / :func:`load_graph_file`.
     """
     text = read_text(path)
-    dfmodel = _dfmodel()
     if dfmodel.looks_like_dfmodel(text):
         return dfmodel.load_dfmodel(text, file=str(path), equations=equations)
     data = parse_toml(text, str(path))
@@ -206,8 +206,15 @@ def load_graph_file(path: str | Path) -> Graph:
 
 
 def replace_field(spec: Spec, path: str, value: Any) -> Spec:
-    """A copy of ``spec`` with one field changed, validated like a loaded file (see
-    :meth:`dfsearch.spec.Spec.replace`).
+    """A new spec with the field at ``path`` set to ``value``, validated like a loaded file
+    (``dfsearch.replace``; use it instead of ``dataclasses.replace``, which skips validation).
+
+    ``path`` is the field's TOML key path, as in error messages: ``"search.seed"``,
+    ``"system.memory.dram_bw_GBps"``; list items by index, ``"system.network[0].size"`` or
+    ``"system.network.0.size"``, ``"graph.kernels[3].m"``. ``value`` is what the TOML file
+    would hold (enums also as their label, e.g. ``"ring"``; a whole table as a dict or a
+    dataclass). The graph is kept as it is: changing a workload field does not re-run the
+    graph generator.
 
     The spec is turned back into the data of a TOML file (the graph as explicit kernels), the
     value is put at ``path`` and the data goes through the TOML loader: the same type checks and
@@ -219,14 +226,20 @@ def replace_field(spec: Spec, path: str, value: Any) -> Spec:
     >>> replace_field(base, "system.network[0].link_bw_GBps", 0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dfsearch.errors.SpecError: Spec.replace: system.network[0].link_bw_GBps must be > 0... Got 0 instead.
+    dfsearch.errors.SpecError: dfsearch.replace: system.network[0].link_bw_GBps must be > 0... Got 0 instead.
+
+    Raises
+    ------
+    SpecError
+        The path names no field, or the new value breaks a rule of ``docs/spec.md``; the
+        message names the field path, the value and what was expected.
     """
     data = spec_to_data(spec)
     _put(data, _split_path(path), spec_to_data(value), path)
     return spec_from_data(data, file=_REPLACE, base_dir=Path("."))
 
 
-_REPLACE = "Spec.replace"
+_REPLACE = "dfsearch.replace"
 
 
 def spec_to_data(value: Any) -> Any:
@@ -289,12 +302,6 @@ def _put(data: dict[str, Any], keys: list[str | int], value: Any, path: str) -> 
 
 
 # --------------------------------------------------------------------------- files
-def _dfmodel() -> Any:
-    from dfsearch.io import dfmodel
-
-    return dfmodel
-
-
 def parse_toml(text: str, file: str) -> dict[str, Any]:
     """``tomllib.loads`` with every failure as a :class:`SpecError` naming ``file``."""
     try:
@@ -733,8 +740,6 @@ def _generator_params(gen: Any) -> tuple[str, ...]:
 def _read_generator(
     r: _Reader, table: Mapping[str, Any], context: tuple[Workload, Execution] | None
 ) -> Graph | None:
-    from dfsearch.kernels.generators import GENERATORS, generate
-
     ok, name = r.string(table["generator"], "graph.generator")
     if not ok:
         return None
@@ -819,8 +824,6 @@ def _graph_file_from_data(data: dict[str, Any], *, file: str) -> Graph:
         graph = _read_graph(r, data["graph"], base_dir=None, context=None, spec=False)
     issues = list(r.issues)
     if graph is not None:
-        from dfsearch.validate import validate_graph
-
         # the LLM sharding rules need the workload: the including spec checks them
         issues += validate_graph(graph, sharding_rules=False)
     if issues or graph is None:

@@ -26,9 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from dfsearch.codes import Dim
+from dfsearch.cost.lower import effective_num_config, forced_config
+from dfsearch.cost.network import groups
+from dfsearch.cost.partition import kept_spec, partition_problem, plan_of
+from dfsearch.cost.stages import LABELS, members_of, piece_spec
 from dfsearch.decision import Decision
 from dfsearch.errors import Issue, SpecError
+from dfsearch.loader import parse_toml, read_text
 from dfsearch.placement import Placement, fixed_placement, has_searched_dims, parse_dim, searched
+from dfsearch.search import outer as outer_mod
+from dfsearch.search.engine import full_sharding
+from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
@@ -50,8 +58,6 @@ def _int_issue(key: str, v: Any, lo: int, hi: int, note: str = "") -> Issue:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from dfsearch.loader import parse_toml, read_text
-
     text = read_text(path)
     if text.lstrip().startswith("{"):
         try:
@@ -94,8 +100,6 @@ def _decision(data: dict[str, Any], spec: Spec, issues: list[Issue], *, prefix: 
     """The decision a mapping table describes (None when it has problems, added to
     ``issues`` with ``prefix`` before their paths). ``outer`` = (shape, placement, micro-batch
     size) when they come from elsewhere (an end's table in a whole-model mapping)."""
-    from dfsearch.search import outer as outer_mod
-
     own: list[Issue] = []
     index = {k.name: i for i, k in enumerate(spec.graph.kernels)}
     if outer is None:
@@ -145,9 +149,6 @@ def load_staged_mapping(path: str | Path, spec: Spec) -> StagedMapping:
         As ``load_mapping``; also a missing end table or a ``stage_layers`` that does not
         give every stage at least one execution and all of them in total.
     """
-    from dfsearch.cost.stages import LABELS, members_of, piece_spec
-    from dfsearch.search import outer as outer_mod
-
     path = Path(path)
     data = _read(path)
     issues: list[Issue] = []
@@ -194,10 +195,6 @@ def load_partitioned_mapping(path: str | Path, spec: Spec) -> tuple[Decision, An
         empty or breaks a pinned configuration or the forward/backward rule, and a ``config``
         entry for a kernel outside the slowest partition.
     """
-    from dfsearch.cost.network import groups
-    from dfsearch.cost.partition import full_sharding, kept_spec, partition_problem, plan_of
-    from dfsearch.search import outer as outer_mod
-
     path = Path(path)
     data = _read(path)
     issues: list[Issue] = []
@@ -283,8 +280,6 @@ def _read_partition(data: dict[str, Any], spec: Spec, problem: Any,
 def _read_stage_layers(data: dict[str, Any], spec: Spec, lay: Decision,
                        issues: list[Issue]) -> tuple[int, ...] | None:
     """``stage_layers``: PP integers >= 1 summing to E (None when absent)."""
-    from dfsearch.cost.network import groups
-
     if "stage_cuts" in data:  # written by a search with search.stage_cuts (its JSON)
         issues.append(Issue("stage_cuts", "stage boundaries inside a layer (search.stage_cuts) "
                                           "cannot be given in a mapping: stage_layers counts "
@@ -323,8 +318,6 @@ def _int_field(data: dict[str, Any], key: str, default: int | None, hi: int,
 def _read_num_tile(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> int:
     """The tile count: given (and allowed by the workload, e.g. an LLM's tile-size bound),
     or the spec's only one."""
-    from dfsearch.search import outer as outer_mod
-
     tiles = outer_mod.tile_counts(spec)
     t = _int_field(data, "num_tile", tiles[0] if len(tiles) == 1 else None, MAX_NUM_TILE, issues)
     if t is None:
@@ -340,8 +333,6 @@ def _read_num_tile(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> int
 def _read_shape(data: dict[str, Any], spec: Spec, issues: list[Issue]) -> tuple[int, ...]:
     """The network shape: given (each fixed size as the spec's, the product the chips per
     copy), or the spec's only one."""
-    from dfsearch.search import outer as outer_mod
-
     shapes = outer_mod.shapes(spec)
     fallback = shapes[0] if shapes else (1,)
     shape = data.get("shape")
@@ -385,8 +376,6 @@ def _read_placement(data: dict[str, Any], spec: Spec, shape: tuple[int, ...],
     """The placement: given and consistent with the spec (``_placement_issues``), or the only
     one the shape allows; None when the spec fixes every dimension's role (a given placement
     then only repeats them)."""
-    from dfsearch.search import outer as outer_mod
-
     raw = data.get("placement")
     if len(shape) != len(spec.system.network):
         return None  # reported by _read_shape
@@ -433,8 +422,6 @@ def _searched_dims(spec: Spec) -> str:
 def _placement_issues(spec: Spec, shape: tuple[int, ...], pl: Placement) -> list[Issue]:
     """A placement that contradicts the spec: a kind on two dimensions, a fixed role
     changed (it spans its whole dimension), or one the workload rejects (PP > num_layer)."""
-    from dfsearch.cost.network import groups
-
     out = []
     owner: dict[object, int] = {}
     fixed = fixed_placement(spec.system, shape)
@@ -462,8 +449,6 @@ def _placement_issues(spec: Spec, shape: tuple[int, ...], pl: Placement) -> list
 def _read_config(data: dict[str, Any], spec: Spec, index: dict[str, int],
                  issues: list[Issue]) -> tuple[tuple[int, ...], int]:
     """(configuration of every kernel, effective number of configurations)."""
-    from dfsearch.cost.lower import effective_num_config, forced_config
-
     kernels = spec.graph.kernels
     cfg_table = data.get("config", {})
     if not isinstance(cfg_table, dict):
@@ -557,8 +542,6 @@ def _complete_sharding(spec: Spec, shape: tuple[int, ...], t: int, pinned: dict[
         return tuple(Dim.NO for _ in kernels)
     if all(i in pinned or k.sharding is not None for i, k in enumerate(kernels)):
         return tuple(pinned.get(i, k.sharding) for i, k in enumerate(kernels))  # type: ignore[misc]
-    from dfsearch.search.sharding import solve_spec_sharding
-
     ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k for i, k in enumerate(kernels))
     pinned_spec = replace(spec, graph=replace(spec.graph, kernels=ks))
     return solve_spec_sharding(pinned_spec, shape, t, placement).sharding

@@ -6,10 +6,15 @@ from typing import TYPE_CHECKING
 
 from dfsearch.codes import MemoryModel, RunStatus, ServingPhase
 from dfsearch.cost.model import Evaluation
+from dfsearch.cost.partition import is_partitioned
+from dfsearch.cost.stages import is_staged
+from dfsearch.explain import UNITS, violation_text
+from dfsearch.kernels.pieces import split_pieces
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Graph, Spec
 from dfsearch.workloads import model_of
+from dfsearch.workloads.serving import serving_metrics
 
 if TYPE_CHECKING:
     from dfsearch.cost.partition import PartitionPlan
@@ -50,10 +55,6 @@ def describe_graph(graph: Graph) -> list[str]:
 def _pieces_line(spec: Spec) -> list[str]:
     """How a whole model in pipeline pieces (``cost/stages.py``), or a graph cut into pipeline
     partitions (``cost/partition.py``), runs its graph."""
-    from dfsearch.cost.partition import is_partitioned
-    from dfsearch.cost.stages import is_staged
-    from dfsearch.kernels.pieces import split_pieces
-
     if is_partitioned(spec):
         return [f"          {spec.workload.num_layer_in_graph} layers of the whole pipeline, cut "
                 "into PP partitions; the slowest runs on every stage (DFModel's pipeline partitioning)"]
@@ -137,8 +138,6 @@ def format_evaluation(ev: Evaluation, spec: Spec | None = None, plan: StagePlan 
     if d.placement is not None:  # chosen by the search: the spec leaves some roles free
         lines.append(f"placement {d.placement}")
     if not ev.feasible:
-        from dfsearch.explain import UNITS, violation_text
-
         why = violation_text(spec, ev) if spec is not None else (
             f"{ev.status.message} (by {ev.violation:.6g} {UNITS.get(ev.status, '')})")
         lines.append(f"status    INFEASIBLE: {why}")
@@ -185,8 +184,6 @@ def _latency_lines(ev: Evaluation) -> list[str]:
 def _serving_lines(ev: Evaluation) -> list[str]:
     """TTFT or TPOT, tokens/s, end-to-end latency and KV bytes of an llm_serving step
     (docs/model.md, "LLM serving"); nothing for other workloads."""
-    from dfsearch.workloads.serving import serving_metrics
-
     m = serving_metrics(ev)
     if m is None:
         return []

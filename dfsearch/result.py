@@ -11,6 +11,7 @@ from dfsearch.cost.model import Evaluation
 from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
+from dfsearch.workloads.serving import serving_metrics
 
 if TYPE_CHECKING:
     from dfsearch.cost.partition import PartitionPlan
@@ -376,8 +377,6 @@ def _evaluation_json(spec: Spec, ev: Evaluation, names: tuple[str, ...] | None =
 
 def _serving_headline(ev: Evaluation) -> dict[str, Any]:
     """The serving part of ``RunResult.headline`` (nothing for other workloads)."""
-    from dfsearch.workloads.serving import serving_metrics
-
     m = serving_metrics(ev)
     if m is None:
         return {}
@@ -389,7 +388,5 @@ def _serving_headline(ev: Evaluation) -> dict[str, Any]:
 def _serving_json(ev: Evaluation) -> dict[str, Any]:
     """``"serving"``: TTFT / TPOT, tokens/s, KV bytes of an llm_serving evaluation
     (``workloads.serving.ServingMetrics``); nothing for other workloads."""
-    from dfsearch.workloads.serving import serving_metrics
-
     m = serving_metrics(ev)
     return {} if m is None else {"serving": m.to_json()}

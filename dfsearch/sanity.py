@@ -18,7 +18,7 @@ unit", not "unusual design".
 >>> spec = load_spec(Path(dfsearch.__file__).parent / "examples" / "gpt3_1.5B_a100x4.toml")
 >>> spec_warnings(spec)
 ()
->>> slow = spec.replace("system.memory.dram_bw_GBps", 2.0e8)
+>>> slow = dfsearch.replace(spec, "system.memory.dram_bw_GBps", 2.0e8)
 >>> print(spec_warnings(slow)[0].render())
 system.memory.dram_bw_GBps: 2e+08 GB/s is implausibly large; check the unit (kB/s or Mbit/s written as GB/s?).
 """

@@ -25,9 +25,10 @@ from dfsearch.codes import (
     Parallelism,
     Phase,
     Recompute,
+    SpeculativeScheme,
     Topology,
 )
-from dfsearch.workloads import (  # re-exported: each kind's module defines its dataclass
+from dfsearch.workload_specs import (  # re-exported
     DLRMWorkload,
     FFTWorkload,
     HPLWorkload,
@@ -35,7 +36,6 @@ from dfsearch.workloads import (  # re-exported: each kind's module defines its 
     ServingWorkload,
     Workload,
 )
-from dfsearch.workloads.speculative import Speculative  # re-exported
 
 __all__ = [
     "AUTO",
@@ -300,6 +300,23 @@ ASSIGNMENT_STRATEGY_NAMES: tuple[str, ...] = ("auto", "ideal-dp", "order-dp", "a
 
 
 @dataclass(**_FROZEN)
+class Speculative:
+    """``[speculative]`` (docs/spec.md): the draft model's dimensions, the window K, the
+    acceptance rate alpha and the scheme."""
+
+    hidden_dim: int
+    num_head: int
+    head_dim: int
+    num_layer: int
+    window: int  #: K: draft tokens proposed per verification step (tree: its depth)
+    acceptance_rate: float  #: alpha in (0, 1]: the chance that one draft token is accepted
+    scheme: SpeculativeScheme = SpeculativeScheme.SEQUENCE
+    num_kv_head: int | None = None  #: None: num_head
+    ffn_dim: int | None = None  #: None: 4 x hidden_dim
+    gated_ffn: int = 0
+
+
+@dataclass(**_FROZEN)
 class SearchSettings:
     """How the search runs. Its result depends on (spec, seed) only: ``max_evaluations``
     is a work budget (configuration costings), ``time_limit_s`` an optional wall-clock safety
@@ -362,32 +379,3 @@ class Spec:
         mem = self.system.memory
         second = mem.second_dram_bytes if self.execution.equations is not Equations.V2 else 0.0
         return mem.dram_bytes + second if mem.dram_bytes > 0 else 0.0
-
-    def replace(self, path: str, value: object) -> Spec:
-        """A new spec with the field at ``path`` set to ``value``, validated like a loaded file.
-
-        ``path`` is the field's TOML key path, as in error messages: ``"search.seed"``,
-        ``"system.memory.dram_bw_GBps"``; list items by index, ``"system.network[0].size"`` or
-        ``"system.network.0.size"``, ``"graph.kernels[3].m"``. ``value`` is what the TOML file
-        would hold (enums also as their label, e.g. ``"ring"``; a whole table as a dict or a
-        dataclass). The graph is kept as it is: changing a workload field does not re-run the
-        graph generator. Use this instead of ``dataclasses.replace``, which skips validation.
-
-        >>> import dfsearch, pathlib
-        >>> spec = dfsearch.load(pathlib.Path(__file__).parent / "examples" / "hpl_576gpu.toml")
-        >>> spec.replace("system.memory.dram_bw_GBps", 600).system.memory.dram_bw_GBps
-        600.0
-        >>> spec.replace("system.memory.dram_bw_GBps", 0)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        dfsearch.errors.SpecError: Spec.replace: system.memory.dram_bw_GBps must be > 0...
-
-        Raises
-        ------
-        SpecError
-            The path names no field, or the new value breaks a rule of ``docs/spec.md``; the
-            message names the field path, the value and what was expected.
-        """
-        from dfsearch.loader import replace_field
-
-        return replace_field(self, path, value)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
@@ -31,10 +31,10 @@ from dfsearch.codes import (
     Topology,
 )
 from dfsearch.errors import Issue
+from dfsearch.issues import IssueSink, Range, bound_text, out_of_range, quote_list, show
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.kernels.pieces import PiecesError, split_pieces
 from dfsearch.pins import pin_issues
-from dfsearch.placement import searched
 from dfsearch.spec import (
     ASSIGNMENT_STRATEGY_NAMES,
     AUTO,
@@ -52,17 +52,14 @@ from dfsearch.spec import (
 )
 from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
 from dfsearch.workloads import WORKLOADS, model_of
-from dfsearch.workloads.base import FieldRange
 from dfsearch.workloads.llm import partitions_graph
-from dfsearch.workloads.speculative import speculative_issues
+from dfsearch.workloads.speculative_rules import speculative_issues
 
 __all__ = [
     "validate_spec",
     "validate_graph",
     "validate_parts",
     "IssueSink",
-    "check_searched_network",
-    "check_fixed_network",
     "seed_issue",
     "range_issue",
     "RANGES",
@@ -71,103 +68,13 @@ __all__ = [
     "quote_list",
 ]
 
-_TP, _PP, _DP = Parallelism.TP, Parallelism.PP, Parallelism.DP
-#: parallelism tuples DFModel accepts, dimension by dimension
-_PAR_TUPLES = (
-    (_TP,),
-    (_PP,),
-    (_DP,),
-    (_TP, _PP),
-    (_TP, _DP),
-    (_PP, _DP),
-    (_TP, _PP, _DP),
-)
-
-
 # --------------------------------------------------------------------------- helpers
-def show(value: object) -> str:
-    """Render a value the way messages quote it: strings quoted, whole floats without '.0'.
-
-    >>> show(-25.0), show(2.5), show("full"), show(True), show([1, 2])
-    ('-25', '2.5', "'full'", 'true', 'an array')
-    """
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
-            return str(int(value))
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if hasattr(value, "label"):
-        return repr(value.label)
-    return str(value)
-
-
-def quote_list(words: Iterable[str]) -> str:
-    """``'a', 'b', 'c'`` — how allowed words are listed in messages."""
-    return ", ".join(repr(w) for w in words)
-
-
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
-class IssueSink:
-    """Collects issues; small comparison helpers produce the standard wording."""
-
-    def __init__(self) -> None:
-        self.issues: list[Issue] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.issues.append(Issue(path, message))
-
-    def gt(self, path: str, value: float, bound: float = 0) -> None:
-        if not value > bound:
-            self.add(path, f"must be > {show(bound)}. Got {show(value)} instead.")
-
-    def ge(self, path: str, value: float, bound: float = 0) -> None:
-        if not value >= bound:
-            self.add(path, f"must be >= {show(bound)}. Got {show(value)} instead.")
-
-    def ge_opt(self, path: str, value: float | None) -> None:
-        if value is not None:
-            self.ge(path, value)
-
-    def within(self, path: str, value: float | None, key: str | None = None) -> None:
-        """The range rule of ``RANGES[key]`` (``key`` defaults to ``path``)."""
-        issue = range_issue(path, value, key)
-        if issue is not None:
-            self.issues.append(issue)
-
-    def in_range(self, path: str, value: float | None, rng: FieldRange) -> None:
-        """The range rule of a workload field, ``rng`` = (lo, hi, unit)."""
-        issue = _outside(path, value, Range(*rng))
-        if issue is not None:
-            self.issues.append(issue)
-
-
 # --------------------------------------------------------------------------- ranges
-@dataclass(frozen=True, slots=True)
-class Range:
-    """Accepted values of one numeric field: ``lo <= value <= hi`` (in ``unit``).
-
-    The sign rules (``> 0``, ``>= 0``, ``>= 1``, -1 = free, 0 = unlimited / off) are checked
-    separately and own every value <= 0; a range only rejects values above ``hi`` or in
-    ``(0, lo)``, so each bad value gets exactly one message.
-    """
-
-    lo: float
-    hi: float
-    unit: str = ""
-    why: str = ""
-
-
 _P24, _P40 = 2**24, 2**40
 _KERNEL_BYTES = (
     "input_bytes", "input2_bytes", "weight_bytes", "output_bytes", "communication_bytes",
@@ -246,17 +153,6 @@ RANGES: dict[str, Range] = {
 }
 
 
-def _bound_text(x: float) -> str:
-    """``2^24 = 16777216`` for large powers of two, else as :func:`show` writes numbers."""
-    if isinstance(x, int) and x >= 1024:
-        e = (x + 1).bit_length() - 1
-        if x == 2**e:
-            return f"2^{e} = {x}"
-        if x == 2**e - 1:
-            return f"2^{e} - 1 = {x}"
-    return show(x)
-
-
 def range_key(path: str) -> str:
     """The ``RANGES`` key of a concrete field path: indices and kernel names dropped.
 
@@ -266,6 +162,13 @@ def range_key(path: str) -> str:
     import re
 
     return re.sub(r"\[\d+\]( \(\"[^\"]*\"\))?", "[]", path)
+
+
+def _within(s: IssueSink, path: str, value: float | None, key: str | None = None) -> None:
+    """The range rule of ``RANGES[key]`` (``key`` defaults to ``path``)."""
+    issue = range_issue(path, value, key)
+    if issue is not None:
+        s.issues.append(issue)
 
 
 def range_issue(path: str, value: float | None, key: str | None = None) -> Issue | None:
@@ -278,21 +181,7 @@ def range_issue(path: str, value: float | None, key: str | None = None) -> Issue
     >>> range_issue("system.num_chip", 2**63).render()
     'system.num_chip must be between 1 and 2^24 = 16777216 chips. Got 9223372036854775808 instead.'
     """
-    return _outside(path, value, RANGES[key if key is not None else range_key(path)])
-
-
-def _outside(path: str, value: float | None, r: Range) -> Issue | None:
-    if value is None or isinstance(value, bool) or not value > 0:
-        return None
-    if r.lo <= value <= r.hi:
-        return None
-    unit = f" {r.unit}" if r.unit else ""
-    why = f" ({r.why})" if r.why else ""
-    return Issue(
-        path,
-        f"must be between {_bound_text(r.lo)} and {_bound_text(r.hi)}{unit}{why}. "
-        f"Got {show(value)} instead.",
-    )
+    return out_of_range(path, value, RANGES[key if key is not None else range_key(path)])
 
 
 _ONLY_WEIGHT = "is only allowed on gemm_weight kernels; this kernel is "
@@ -366,7 +255,7 @@ def _check_kernel(s: IssueSink, kp: str, k: Kernel, sharding_rules: bool) -> Non
     for dim in ("outer", "m", "k", "n"):
         s.ge(f"{kp}.{dim}", getattr(k, dim), 1)
     for f in ("outer", "m", "k", "n", "num_input", "num_expert", "config", "id", *_KERNEL_BYTES):
-        s.within(f"{kp}.{f}", getattr(k, f), f"graph.kernels[].{f}")
+        _within(s, f"{kp}.{f}", getattr(k, f), f"graph.kernels[].{f}")
     _check_expert(s, kp, k)
     if not k.kind.has_k and k.k != 1:
         s.add(
@@ -442,7 +331,7 @@ def _check_connections(
     complete = not duplicates
     for j, c in enumerate(graph.connections):
         cp = f"{path}.connections[{j}]"
-        s.within(f"{cp}.id", c.id, "graph.connections[].id")
+        _within(s, f"{cp}.id", c.id, "graph.connections[].id")
         ok = True
         for end in ("src", "dst"):
             name = getattr(c, end)
@@ -566,9 +455,9 @@ def validate_parts(
     if search is not None:
         s.ge("search.time_limit_s", search.time_limit_s)
         s.gt("search.max_evaluations", search.max_evaluations)
-        s.within("search.max_evaluations", search.max_evaluations)
+        _within(s, "search.max_evaluations", search.max_evaluations)
         s.ge("search.latency_bound_ms", search.latency_bound_ms)
-        s.within("search.latency_bound_ms", search.latency_bound_ms)
+        _within(s, "search.latency_bound_ms", search.latency_bound_ms)
         if model is not None:
             model.objective_issues(s, search, workload)
         issue = seed_issue("search.seed", search.seed)
@@ -631,7 +520,7 @@ def _check_training(
     training graph (``auto`` picks it there)."""
     for f in ("grad_bytes", "optimizer_bytes"):
         s.ge(f"training.{f}", getattr(t, f))
-        s.within(f"training.{f}", getattr(t, f))
+        _within(s, f"training.{f}", getattr(t, f))
     if t.memory_model is not MemoryModel.TRAINING or workload is None:
         return
     if not model_of(workload).counts_training_memory:
@@ -704,12 +593,12 @@ def _check_system(s: IssueSink, sy: System) -> None:
         )
     s.ge("system.hbd", sy.hbd)
     for f in ("num_chip", "hbd"):
-        s.within(f"system.{f}", getattr(sy, f))
+        _within(s, f"system.{f}", getattr(sy, f))
     for f in ("cores", "systolic_width", "systolic_height", "sram_bytes", "freq_GHz",
               "pmu_bytes", "link_latency_ns"):  # fmt: skip
-        s.within(f"system.accelerator.{f}", getattr(a, f))
+        _within(s, f"system.accelerator.{f}", getattr(a, f))
     for f in ("dram_bw_GBps", "dram_bytes", "second_dram_bw_GBps", "second_dram_bytes"):
-        s.within(f"system.memory.{f}", getattr(m, f))
+        _within(s, f"system.memory.{f}", getattr(m, f))
     n = len(sy.network)
     if not 1 <= n <= 3:
         s.add(
@@ -720,11 +609,11 @@ def _check_system(s: IssueSink, sy: System) -> None:
     for i, d in enumerate(sy.network):
         s.gt(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
         s.ge(f"system.network[{i}].size", d.size)
-        s.within(f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
-        s.within(f"system.network[{i}].size", d.size)
+        _within(s, f"system.network[{i}].link_bw_GBps", d.link_bw_GBps)
+        _within(s, f"system.network[{i}].size", d.size)
         if d.link_latency_ns is not None:
             s.ge(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
-            s.within(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
+            _within(s, f"system.network[{i}].link_latency_ns", d.link_latency_ns)
     topo = tuple(d.topology for d in sy.network)
     if not allowed_network(topo):
         s.add("system.network", _network_message(topo))
@@ -748,131 +637,12 @@ def _network_message(topo: tuple[Topology, ...]) -> str:
     return f"{text}. Got {network_name(topo)} instead."
 
 
-def _sizes_text(sizes: list[int]) -> str:
-    prod = math.prod(sizes)
-    return f"{' * '.join(map(str, sizes))} = {prod}" if len(sizes) > 1 else str(prod)
-
-
 def _check_network_for_workload(s: IssueSink, sy: System, w: Workload) -> None:
     """The workload's network rules (``WorkloadModel.network_issues``), once the network
     itself has a valid dimension count and chip count."""
     if not 1 <= len(sy.network) <= 3 or sy.num_chip < 1:
         return
     model_of(w).network_issues(s, sy, w)
-
-
-def _check_partial_roles(s: IssueSink, par: tuple[Parallelism, ...]) -> None:
-    """With a dimension left to the search (``dfsearch.placement``), the fixed kinds may
-    stand in any order but each on one dimension only."""
-    first: dict[Parallelism, int] = {}
-    for i, p in enumerate(par):
-        if searched(p):
-            continue
-        if p in first:
-            s.add(
-                f"system.network[{i}].parallelism",
-                f"must differ from system.network[{first[p]}].parallelism: each of tp, pp, dp "
-                "is carried by one dimension at most (omit the field or write 'auto' to let "
-                f"the search choose). Got {p.label!r} instead.",
-            )
-        first.setdefault(p, i)
-
-
-def check_searched_network(s: IssueSink, sy: System) -> None:
-    """Network rules of a workload whose free sizes are searched (LLM): parallelism roles
-    (a DFModel tuple when every dimension fixes one; else fixed kinds on distinct
-    dimensions, the rest placed by the search), fixed sizes that fit the chip count, the
-    HBD rule (only on a fixed (tp, pp, dp) network)."""
-    net = sy.network
-    par = tuple(d.parallelism for d in net)
-    if any(searched(p) for p in par):
-        _check_partial_roles(s, par)
-    elif par not in _PAR_TUPLES:
-        got = ", ".join(p.label for p in par)
-        s.add(
-            "system.network",
-            "parallelism must be one of tp | pp | dp (1 dimension); (tp, pp) | (tp, dp) | "
-            "(pp, dp) (2 dimensions); (tp, pp, dp) (3 dimensions), in dimension order. "
-            f"Got ({got}) instead.",
-        )
-    fixed = [d.size for d in net if d.size > 0]
-    if any(d.size < 0 for d in net):
-        pass  # reported by _check_system
-    elif len(net) == 1 and fixed and fixed[0] != sy.num_chip:
-        s.add(
-            "system.network[0].size",
-            f"must be 0 or system.num_chip = {sy.num_chip} for a 1-dimensional network. "
-            f"Got {fixed[0]} instead.",
-        )
-    elif len(fixed) == len(net) and math.prod(fixed) != sy.num_chip:
-        s.add(
-            "system.network",
-            f"sizes must multiply to system.num_chip = {sy.num_chip}. "
-            f"Got {_sizes_text(fixed)} instead.",
-        )
-    elif fixed and sy.num_chip % math.prod(fixed):
-        s.add(
-            "system.network",
-            f"fixed sizes must divide system.num_chip = {sy.num_chip}. "
-            f"Got {_sizes_text(fixed)} instead.",
-        )
-    if sy.hbd > 0 and par != (_TP, _PP, _DP):
-        s.add(
-            "system.hbd",
-            "must be 0 unless the network has 3 dimensions with parallelism (tp, pp, dp). "
-            f"Got {sy.hbd} instead.",
-        )
-
-
-def check_fixed_network(
-    s: IssueSink, sy: System, w: Workload, min_dims: int = 1, why: str = ""
-) -> None:
-    """Network rules of a workload on a fixed network (DLRM, HPL, FFT): at least
-    ``min_dims`` dimensions (``why`` ends the message: for which workload and why), every
-    size given, no parallelism roles, no HBD, ``num_copy`` copies (1 when the workload has
-    no such field) that divide the chips and fill the network exactly."""
-    net = sy.network
-    kind = w.kind.label
-    if sy.hbd > 0:
-        s.add(
-            "system.hbd",
-            f"must be 0 for a {kind} workload (it only applies to LLMs on a (tp, pp, dp) "
-            "network). "
-            f"Got {sy.hbd} instead.",
-        )
-    if len(net) < min_dims:
-        counts = " or ".join(str(c) for c in range(min_dims, 4))
-        s.add("system.network", f"must have {counts} dimensions {why}. Got {len(net)} instead.")
-    for i, d in enumerate(net):
-        if d.size == 0:
-            s.add(
-                f"system.network[{i}].size",
-                f"must be > 0 for a {kind} workload (only LLM workloads search the network "
-                "shape). Got 0 instead.",
-            )
-        if d.parallelism is not Parallelism.NONE:
-            s.add(
-                f"system.network[{i}].parallelism",
-                f"must be omitted for a {kind} workload (tp/pp/dp apply to LLM workloads only). "
-                f"Got {d.parallelism.label!r} instead.",
-            )
-    copies = getattr(w, "num_copy", 1)
-    if copies < 1:
-        return
-    if sy.num_chip % copies:
-        s.add(
-            "workload.num_copy",
-            f"must divide system.num_chip = {sy.num_chip}. Got {copies} instead.",
-        )
-        return
-    sizes = [d.size for d in net]
-    if all(x > 0 for x in sizes) and math.prod(sizes) != sy.num_chip // copies:
-        s.add(
-            "system.network",
-            "sizes must multiply to system.num_chip / workload.num_copy = "
-            f"{sy.num_chip // copies}. "
-            f"Got {_sizes_text(sizes)} instead.",
-        )
 
 
 def _check_cost(s: IssueSink, c: Cost, system: System | None) -> None:
@@ -886,10 +656,10 @@ def _check_cost(s: IssueSink, c: Cost, system: System | None) -> None:
         "chip_power_W",
     ):
         s.ge(f"cost.{f}", getattr(c, f))
-        s.within(f"cost.{f}", getattr(c, f))
+        _within(s, f"cost.{f}", getattr(c, f))
     for i, v in enumerate(c.link_power_J_per_GB):
         s.ge(f"cost.link_power_J_per_GB[{i}]", v)
-        s.within(f"cost.link_power_J_per_GB[{i}]", v)
+        _within(s, f"cost.link_power_J_per_GB[{i}]", v)
     if system is not None and 1 <= len(system.network) < len(c.link_power_J_per_GB):
         s.add(
             "cost.link_power_J_per_GB",
@@ -909,9 +679,9 @@ def _check_execution(s: IssueSink, e: Execution) -> None:
         s.add("execution.num_config", f"must be >= 0 or 'auto'. Got {e.num_config} instead.")
     s.ge("execution.effective_stage", e.effective_stage)
     for f in ("word_bytes", "num_config", "effective_stage"):
-        s.within(f"execution.{f}", getattr(e, f))
+        _within(s, f"execution.{f}", getattr(e, f))
     if e.compute_util <= 1:  # > 1 is reported above
-        s.within("execution.compute_util", e.compute_util)
+        _within(s, "execution.compute_util", e.compute_util)
 
 
 def _check_kernel_work(s: IssueSink, g: Graph) -> None:
@@ -925,7 +695,7 @@ def _check_kernel_work(s: IssueSink, g: Graph) -> None:
             names = "outer * m * k * n" + (" * num_input" if k.num_input > 1 else "")
             s.add(
                 f"{_kernel_path('graph', i, k)}:",
-                f"{names} must be <= {_bound_text(MAX_KERNEL_WORK)} when "
+                f"{names} must be <= {bound_text(MAX_KERNEL_WORK)} when "
                 "execution.compute_util = 0 (the cycle model counts a kernel's cycles in 64-bit "
                 "integers; split the kernel or use compute_util > 0). "
                 f"Got {' * '.join(map(str, dims))} = {work:.4g} instead.",

@@ -50,6 +50,7 @@ from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel_file
+from dfsearch.loader import replace_field
 from dfsearch.search.engine import search
 
 DATA = Path(__file__).parent / "data" / "dfmodel" / "llm"
@@ -214,7 +215,7 @@ def test_p2p_is_the_published_term(dfmodel_eval):
 
 def _pp_one(spec):
     net = tuple(replace(d, size=z) for d, z in zip(spec.system.network, (8, 1, 192)))
-    return spec.replace("system.network", net)
+    return replace_field(spec, "system.network", net)
 
 
 def test_no_p2p_when_pp_is_one(spec, dfmodel_decision):
@@ -240,8 +241,8 @@ def test_no_p2p_when_pp_is_one(spec, dfmodel_decision):
 def test_a_pipeline_deeper_than_the_model_is_rejected(spec):
     """DFModel printed layer_per_stage 10 = 80 layers / PP 8; with 7 layers PP 8 would
     leave a stage without a layer: rejected with the field named."""
-    assert spec.replace("workload.num_layer", 8).workload.num_layer == 8
+    assert replace_field(spec, "workload.num_layer", 8).workload.num_layer == 8
     with pytest.raises(SpecError) as err:
-        spec.replace("workload.num_layer", 7)
+        replace_field(spec, "workload.num_layer", 7)
     assert [i.path for i in err.value.issues] == ["system.network[1].size"]
     assert "Got 8 instead" in str(err.value)

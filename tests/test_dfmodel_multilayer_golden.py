@@ -48,6 +48,7 @@ from dfsearch.codes import Dim, RunStatus
 from dfsearch.cost.model import evaluate
 from dfsearch.decision import Decision
 from dfsearch.io.dfmodel import load_dfmodel_file
+from dfsearch.loader import replace_field
 from dfsearch.search.engine import search
 
 CASE = Path(__file__).parent / "data" / "dfmodel" / "llm" / "megatron_145b_a100_r_r_r_8x8x24"
@@ -167,7 +168,7 @@ def stacked(tmp_path_factory):
         path = tmp_path_factory.mktemp(f"layers{n}") / "setup.txt"
         path.write_text(stacked_text(text, n))
         # our reading of N stacked layers, not DFModel's pipeline partitioning
-        spec = load_dfmodel_file(path).replace("workload.partition_graph", False)
+        spec = replace_field(load_dfmodel_file(path), "workload.partition_graph", False)
         shard = tuple(sharding[position[name]] for _, name in layer_order(text, n))
         out[n] = spec, Decision(
             shape=(int(logged("TP")), int(logged("PP")), int(logged("DP"))), sharding=shard,

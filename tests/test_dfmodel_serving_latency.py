@@ -29,6 +29,7 @@ from dfsearch.codes import Dim, Equations
 from dfsearch.cost.model import evaluate
 from dfsearch.decision import Decision
 from dfsearch.io.dfmodel import load_dfmodel_file
+from dfsearch.loader import replace_field
 
 DATA = Path(__file__).parent / "data" / "dfmodel"
 SERVING = DATA / "serving" / "llama3_8B_SN40L_decode_tp2_pp8"
@@ -108,7 +109,7 @@ def test_no_latency_for_training_graphs_or_infeasible_mappings(serving_eval):
     d = Decision(shape=(4,), sharding=tuple(k.sharding or Dim.NO for k in train.graph.kernels),
                  micro_batch_size=1, num_tile=512, config=(0,) * half + (1,) * (n - half))  # fmt: skip
     assert evaluate(train, d).final_latency_ns is None
-    tiny = spec.replace("system.accelerator.sram_bytes", 1000.0)
+    tiny = replace_field(spec, "system.accelerator.sram_bytes", 1000.0)
     bad = evaluate(tiny, logged_decision())
     assert not bad.feasible and bad.final_latency_ns is None
 
@@ -116,7 +117,7 @@ def test_no_latency_for_training_graphs_or_infeasible_mappings(serving_eval):
 def test_without_pipeline_the_latency_is_layers_times_ii(serving_eval):
     """PP = 1 (the second dimension carries DP instead): no hop, latency = num_layer x II."""
     spec, _ = serving_eval
-    flat = spec.replace("system.network[1].parallelism", "dp")
+    flat = replace_field(spec, "system.network[1].parallelism", "dp")
     ev = evaluate(flat, logged_decision())
     assert ev.feasible and (ev.pp, ev.dp) == (1, 8)
     assert ev.final_latency_ns == pytest.approx(32 * ev.all_config_ii_ns, rel=1e-12)

@@ -12,11 +12,11 @@ import pytest
 
 import dfsearch
 from dfsearch.codes import Equations, MemoryModel, RunStatus
-from dfsearch.cost.training import memory_model
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.spec import Graph, Spec
 from dfsearch.validate import validate_spec
+from dfsearch.workloads import memory_model
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = Path(dfsearch.__file__).parent / "examples"

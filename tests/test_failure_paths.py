@@ -21,6 +21,7 @@ import dfsearch.loader
 from dfsearch.cli import app
 from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel
+from dfsearch.loader import replace_field
 from dfsearch.mapping import mapping_to_toml
 
 ROOT = Path(__file__).parent.parent
@@ -367,6 +368,6 @@ def test_cli_seed_out_of_range_exit_2(command, seed, spec, no_search):
 
 
 def test_largest_seed_is_valid(spec):
-    assert dfsearch.load(spec).replace("search.seed", 2**32 - 1).search.seed == 2**32 - 1
+    assert replace_field(dfsearch.load(spec), "search.seed", 2**32 - 1).search.seed == 2**32 - 1
     with pytest.raises(SpecError, match=r"search\.seed must be an integer in \[0, 2\*\*32 - 1\]"):
-        dfsearch.load(spec).replace("search.seed", 2**32)
+        replace_field(dfsearch.load(spec), "search.seed", 2**32)

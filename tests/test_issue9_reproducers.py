@@ -579,13 +579,13 @@ def test_spec_replace_validates() -> None:
     import dfsearch
 
     spec = dfsearch.load(GPT_SMALL)
-    faster = spec.replace("system.memory.dram_bw_GBps", 600)
+    faster = dfsearch.replace(spec, "system.memory.dram_bw_GBps", 600)
     assert faster.system.memory.dram_bw_GBps == 600
     assert spec.system.memory.dram_bw_GBps != 600  # the original is unchanged
     with pytest.raises(ValueError, match=r"system\.memory\.dram_bw_GBps"):
-        spec.replace("system.memory.dram_bw_GBps", 0)
+        dfsearch.replace(spec, "system.memory.dram_bw_GBps", 0)
     with pytest.raises(ValueError, match=r"system\.network\[0\]\.link_bw_GBps"):
-        spec.replace("system.network[0].link_bw_GBps", -1)
+        dfsearch.replace(spec, "system.network[0].link_bw_GBps", -1)
 
 
 def test_api_run_and_evaluate_agree() -> None:

@@ -26,7 +26,7 @@ from dfsearch.codes import Overlap, Phase, RunStatus
 from dfsearch.cost import evaluate as ev
 from dfsearch.cost.layout import NUM_SET, SetSlot, new_stats, no_control
 from dfsearch.cost.lower import Outer, lower
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.search import _dp, _window
 from dfsearch.search.assign import _allowed, _regimes, assign_configs
 from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
@@ -397,7 +397,7 @@ def _renamed_copies(copies: int, num_config: int):
     order = [k for f in fwd for k in f] + [k for b in reversed(bwd) for k in b]
     graph = Graph(kernels=tuple(replace(k, id=j) for j, k in enumerate(order, 1)),
                   connections=tuple(replace(c, id=j) for j, c in enumerate(links, 1)))  # fmt: skip
-    spec = load_toml_spec(_gpt(1), file="wide.toml", base_dir=EXAMPLES).replace("graph", graph)
+    spec = replace_field(load_toml_spec(_gpt(1), file="wide.toml", base_dir=EXAMPLES), "graph", graph)
     sharding = solve_spec_sharding(spec, (4,), 8).sharding
     return lower(spec, Outer((4,), sharding, 1, 8, num_config))
 

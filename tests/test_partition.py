@@ -20,7 +20,7 @@ from dfsearch.codes import RunStatus
 from dfsearch.cost.partition import kept_spec
 from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.mapping import decision_to_mapping, mapping_to_toml
 from dfsearch.plan.partition_cut import (
     PartitionInfeasible,
@@ -223,7 +223,7 @@ def test_bad_inputs():
         api.load(_spec_with_pp(96))
     spec = api.load(TWO / "setup.txt")
     with pytest.raises(SpecError, match=r"partition_graph needs workload\.num_layer_in_graph >= 2"):
-        spec.replace("workload.num_layer_in_graph", 1)
+        replace_field(spec, "workload.num_layer_in_graph", 1)
     with pytest.raises(SpecError, match="evaluate_mapping"):
         api.evaluate(spec, api.run(FOUR / "setup.txt").evaluation.decision)
 
@@ -251,8 +251,8 @@ def test_bad_mappings(tmp_path):
 def test_cycle_model_runs_not_proven():
     """The cycle model: the partitions priced with each kernel on all the cores (DFModel
     shares them), so the cut, and the run, are not claimed optimal."""
-    spec = api.load(_spec_with_pp(2)).replace("execution.compute_util", 0.0)
-    r = api.run(spec.replace("search.max_evaluations", 200_000))
+    spec = replace_field(api.load(_spec_with_pp(2)), "execution.compute_util", 0.0)
+    r = api.run(replace_field(spec, "search.max_evaluations", 200_000))
     assert r.evaluation is not None and r.status is not RunStatus.OPTIMAL
     assert any("cycle model" in n for n in r.search.notes)
     assert r.partition.assignment == tuple([0] * 36 + [1] * 36)

@@ -23,7 +23,7 @@ from dfsearch.cost.model import evaluate, evaluate_problem, outer_status
 from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.mapping import load_mapping
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import assign_configs
@@ -126,12 +126,12 @@ def test_tile_size_is_a_lower_bound_on_the_tile_count(seq, tile_size):
 def test_a_tile_size_no_longer_pins_the_tile_count():
     """tile_size = seq_len used to force one tile, which does not fit the SRAM; as a lower
     bound it leaves the search every tile count, and the answer is the free search's."""
-    spec = gpt15().replace("workload.tile_size", 1024)
+    spec = replace_field(gpt15(), "workload.tile_size", 1024)
     r = search(spec)
     assert r.status is RunStatus.OPTIMAL
     t = r.evaluation.decision.num_tile
     assert spec.workload.tile_size * t >= spec.workload.seq_len
-    free = search(gpt15().replace("workload.tile_size", 0))
+    free = search(replace_field(gpt15(), "workload.tile_size", 0))
     assert r.evaluation.final_ns == pytest.approx(free.evaluation.final_ns, rel=1e-12)
 
 
@@ -163,7 +163,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_mapping_num_tile_below_the_tile_size_bound_is_an_error(tmp_path):
-    spec = gpt15().replace("workload.tile_size", 100)  # ceil(1024 / 100) = 11
+    spec = replace_field(gpt15(), "workload.tile_size", 100)  # ceil(1024 / 100) = 11
     sharded = "[config]\n" + "".join(f'"{k.name}" = {0 if i < 18 else 1}\n'
                                      for i, k in enumerate(spec.graph.kernels))  # fmt: skip
     with pytest.raises(SpecError) as err:
@@ -240,9 +240,9 @@ def test_the_reference_twin_agrees_on_p2p():
 # --------------------------------------------------------------------------- 3. PP > layers
 def test_a_fixed_pipeline_deeper_than_the_model_is_rejected():
     spec = dfsearch.load(EXAMPLES / "gpt3_1T_sn30.toml")  # TP 8 x PP 128, 128 layers
-    assert spec.replace("workload.num_layer", 128).workload.num_layer == 128
+    assert replace_field(spec, "workload.num_layer", 128).workload.num_layer == 128
     with pytest.raises(SpecError) as err:
-        spec.replace("workload.num_layer", 100)
+        replace_field(spec, "workload.num_layer", 100)
     assert [i.path for i in err.value.issues] == ["system.network[1].size"]
     msg = str(err.value)
     assert "workload.num_layer = 100" in msg and "Got 128 instead" in msg and "pipeline" in msg
@@ -288,7 +288,7 @@ def test_micro_batch_candidates():
     assert model.micro_batch_sizes(spec, 8) == [1]  # 12 % 8: outer_status reports it
     # no faster second DRAM tier: 1 dominates, it alone is solved
     assert outer_mod.micro_batch_sizes(spec, (2, 2)) == [1]
-    pinned = spec.replace("workload.micro_batch_size", 3)
+    pinned = replace_field(spec, "workload.micro_batch_size", 3)
     assert outer_mod.micro_batch_sizes(pinned, (2, 2)) == [3]
 
 

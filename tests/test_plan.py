@@ -12,6 +12,7 @@ import pytest
 
 from dfsearch import api, plan
 from dfsearch.codes import RunStatus
+from dfsearch.loader import replace_field
 from dfsearch.plan.base import Max, Phase, Plan, Pool, WeightedSum, composed_status
 from dfsearch.report import format_run
 from dfsearch.result import PhaseResult, PlanSection, RunResult
@@ -159,7 +160,7 @@ class _Disaggregated:
 
     def plan(self, spec: Spec) -> Plan:
         half = spec.system.num_chip // 2
-        part = spec.replace("system.network[0].size", 0).replace("system.num_chip", half)
+        part = replace_field(replace_field(spec, "system.network[0].size", 0), "system.num_chip", half)
         link_GBps = spec.system.network[-1].link_bw_GBps  # bytes per ns
         pools = (Pool("prefill", half, part.system), Pool("decode", half, part.system))
         phases = (Phase("prefill", part, role="prefill", pool="prefill"),
@@ -189,7 +190,7 @@ def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
     and renders through the report and the JSON; its figure is the closed form prefill +
     bytes / link bandwidth + decode."""
     monkeypatch.setitem(plan.PLAN_KINDS, "toy-disaggregated", _Disaggregated())
-    spec = random_spec(3).replace("search.seed", 4242)
+    spec = replace_field(random_spec(3), "search.seed", 4242)
     r = plan.run(spec)
     assert r.plan == "toy-disaggregated"
     assert [(p.name, p.role) for p in r.phases] == [("prefill", "prefill"), ("decode", "decode")]
@@ -208,7 +209,7 @@ def test_a_toy_plan_kind_is_one_module(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_plan_holds_its_pools_within_the_system() -> None:
     spec = random_spec(3)
     system = spec.system  # 4 chips
-    half = spec.replace("system.network[0].size", 0).replace("system.num_chip", 2).system
+    half = replace_field(replace_field(spec, "system.network[0].size", 0), "system.num_chip", 2).system
     phases = (Phase("a", spec, pool="left"), Phase("b", spec, pool="right"))
     ok = Plan("p", system, (Pool("left", 2, half), Pool("right", 2, half)), phases, Max())
     assert ok.pool("right").chips == 2
@@ -226,7 +227,7 @@ def test_a_plan_holds_its_pools_within_the_system() -> None:
 def test_run_api_and_a_one_point_sweep_give_the_same_numbers(path: Path) -> None:
     """``dfsearch run`` (``api.run``) and the sweep's worker on the same point (a one-point
     sweep) run the same plan and give the same cells (the search's seconds aside)."""
-    from dfsearch.study.runner import Task, _metrics, roofline_cells, run_point
+    from dfsearch.study.point import Task, _metrics, roofline_cells, run_point
 
     spec = api.load(path)
     r = api.run(spec)

@@ -50,6 +50,7 @@ from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.reference import RefResult, reference_evaluate
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
+from dfsearch.loader import replace_field
 from dfsearch.spec import (
     AUTO,
     Accelerator,
@@ -1171,7 +1172,7 @@ def test_twin_uses_the_decisions_configuration_count():
     from dfsearch.loader import load_spec
 
     spec = load_spec(Path(dfsearch.__file__).parent / "examples" / "dlrm_a100x128.toml")
-    spec = spec.replace("execution.style", "dataflow").replace("execution.num_config", "auto")
+    spec = replace_field(replace_field(spec, "execution.style", "dataflow"), "execution.num_config", "auto")
     d = run(spec).evaluation.decision
     padded = dc_replace(d, num_config=max(d.config) + 3)  # two empty configurations at the end
     ref = compare(spec, padded)

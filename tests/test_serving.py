@@ -33,7 +33,7 @@ from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import evaluate_problem
 from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.loader import load_spec, load_toml_spec
+from dfsearch.loader import load_spec, load_toml_spec, replace_field
 from dfsearch.report import format_run
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.objective import Throughput
@@ -246,15 +246,15 @@ def test_capacity_caps_the_searched_batch_and_then_nothing_fits():
         return LAYERS * 2 * kv_heads_per_chip(G, b, 16) * D * (PROMPT + OUTPUT) * WORD
 
     assert weights + kv(64) < 4.5e9 < weights + kv(128)
-    ev = _run(example(batch=0, objective="throughput")
-              .replace("system.memory.dram_bytes", 4.5e9)).evaluation  # fmt: skip
+    ev = _run(replace_field(example(batch=0, objective="throughput"),
+                            "system.memory.dram_bytes", 4.5e9)).evaluation  # fmt: skip
     assert ev.decision.micro_batch_size == 64
     assert ev.dram_use.data == kv(64) and ev.dram_use.weights == weights
-    r = _run(example(batch=128).replace("system.memory.dram_bytes", 4.5e9))
+    r = _run(replace_field(example(batch=128), "system.memory.dram_bytes", 4.5e9))
     assert r.status is RunStatus.INFEASIBLE
     dram = [v for v in r.violations if v.constraint.startswith("dram")]
     assert dram and all(v.needed >= weights + kv(128) for v in dram)
-    tiny = _run(example().replace("system.memory.dram_bytes", 0.5e9))
+    tiny = _run(replace_field(example(), "system.memory.dram_bytes", 0.5e9))
     assert tiny.status is RunStatus.INFEASIBLE
 
 

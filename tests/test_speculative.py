@@ -33,7 +33,7 @@ import dfsearch
 from dfsearch.codes import RunStatus, SpeculativeScheme
 from dfsearch.errors import SpecError
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.report import format_run
 from dfsearch.search.engine import search
 from dfsearch.workloads.speculative import (
@@ -237,7 +237,7 @@ def test_report_json_and_determinism():
 def test_speculative_table_round_trips():
     spec = small(scheme="tree")
     assert load_toml_spec(spec_to_toml(spec), file="x", base_dir=Path(".")) == spec
-    assert spec.replace("speculative.window", 5).speculative.window == 5
+    assert replace_field(spec, "speculative.window", 5).speculative.window == 5
 
 
 @pytest.mark.parametrize(("kw", "path"), [
@@ -288,4 +288,4 @@ def test_shipped_example_runs_and_is_proven():
 
 def test_draft_dimensions_have_finite_ranges():
     with pytest.raises(SpecError, match=r"speculative.num_layer must be between 1 and 2\^24"):
-        small().replace("speculative.num_layer", 2**30)
+        replace_field(small(), "speculative.num_layer", 2**30)

@@ -31,6 +31,7 @@ from dfsearch.cost.model import Evaluator, evaluate, evaluate_problem
 from dfsearch.decision import Decision
 from dfsearch.errors import SolverUnavailableError, SpecError
 from dfsearch.io.toml_writer import spec_to_toml
+from dfsearch.loader import replace_field
 from dfsearch.search.engine import search
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.strategies import (
@@ -364,14 +365,14 @@ def test_registry_lookups_and_the_default_composition():
 
 def test_unknown_names_are_rejected_with_the_allowed_values():
     with pytest.raises(SpecError) as err:
-        SPECS["training"].replace("search.strategy", "enumerated")
+        replace_field(SPECS["training"], "search.strategy", "enumerated")
     msg = str(err.value)
     assert "search.strategy must be one of 'auto', 'enumerate', 'optuna'" in msg
     assert "did you mean 'enumerate'?" in msg
     with pytest.raises(SpecError, match=r"search.assignment must be one of .*'cp-sat'. Got 'dp' instead"):
-        SPECS["training"].replace("search.assignment", "dp")
+        replace_field(SPECS["training"], "search.assignment", "dp")
     with pytest.raises(SpecError, match=r"search.strategy must be one of .* Got 3 instead"):
-        SPECS["training"].replace("search.strategy", 3)
+        replace_field(SPECS["training"], "search.strategy", 3)
 
 
 def test_cli_selects_strategies_and_reports_them(tmp_path):

@@ -57,7 +57,7 @@ def test_dotted_keys_are_field_paths_too(tmp_path):
 
 
 def test_workload_axis_regenerates_the_graph(tmp_path):
-    """A generated graph follows an edited workload (Spec.replace keeps the graph as is)."""
+    """A generated graph follows an edited workload (dfsearch.replace keeps the graph as is)."""
     s = load_study(study(tmp_path, '[axes]\n"workload.seq_len" = [512, 1024]'))
     a, b = (s.point_spec(p) for p in s.points())
     assert b.graph.flop > a.graph.flop * 1.9

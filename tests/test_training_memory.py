@@ -19,11 +19,11 @@ import pytest
 
 import dfsearch
 from dfsearch.codes import Dim, MemoryModel, Phase, Recompute
-from dfsearch.cost.training import memory_model
 from dfsearch.errors import InfeasibleError, SpecError
 from dfsearch.kernels.generators import llm_fwdbwd
 from dfsearch.loader import load_toml_spec
 from dfsearch.report import format_run
+from dfsearch.workloads import memory_model
 
 H, A, S = 256, 4, 128  # width, heads, tokens
 SH = S * H

@@ -50,12 +50,19 @@ def test_every_workload_kind_has_exactly_one_model():
 
 
 def test_spec_reexports_the_workload_dataclasses():
-    from dfsearch import spec
+    """Each registered kind's input dataclass lives in the data layer (workload_specs), is one
+    member of the ``Workload`` union, and spec and the kind's module re-export it."""
+    import sys
+    import typing
 
-    for model in WORKLOADS.values():
-        cls = model.spec_class
+    from dfsearch import spec, workload_specs
+
+    classes = [model.spec_class for model in WORKLOADS.values()]
+    assert set(typing.get_args(workload_specs.Workload)) == set(classes)
+    for model, cls in zip(WORKLOADS.values(), classes):
+        assert cls.__module__ == "dfsearch.workload_specs"
         assert getattr(spec, cls.__name__) is cls
-        assert cls.__module__ == type(model).__module__
+        assert getattr(sys.modules[type(model).__module__], cls.__name__) is cls
 
 
 def test_field_ranges_are_the_documented_ranges():
@@ -85,8 +92,9 @@ def test_every_generator_belongs_to_exactly_one_kind():
 
 def test_no_workload_branches_outside_the_package():
     """Call sites ask the registry. Allowed: the package itself, the enum, the pure-Python
-    twin (the test oracle keeps its own branches) and the DFModel importer (format code)."""
-    allowed = {"codes.py", "reference.py", "dfmodel.py"}
+    twin (the test oracle keeps its own branches), the DFModel importer (format code) and the
+    input dataclasses (each names its kind)."""
+    allowed = {"codes.py", "reference.py", "dfmodel.py", "workload_specs.py"}
     pattern = re.compile(
         r"WorkloadKind\.[A-Z]|isinstance\([^)]*(?:LLM|DLRM|HPL|FFT)Workload|"
         r"\.kind is (?:not )?WorkloadKind"

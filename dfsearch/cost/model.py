@@ -17,10 +17,10 @@ from dfsearch.cost.layout import NUM_CFG, NUM_RES, ConfigCol, ResultSlot
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.price import Price, price
 from dfsearch.cost.quirks import Quirks
-from dfsearch.cost.training import DramUse, memory_model
+from dfsearch.cost.training import DramUse
 from dfsearch.decision import Decision
 from dfsearch.spec import Spec
-from dfsearch.workloads import model_of
+from dfsearch.workloads import memory_model, model_of
 from dfsearch.workloads.base import ServingStep
 
 __all__ = ["ConfigTimes", "Evaluation", "Evaluator", "Outputs", "evaluate", "outer_status"]

@@ -40,9 +40,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dfsearch.codes import Dim, ExecutionStyle, Phase
+from dfsearch.codes import Collective, Dim, ExecutionStyle, Phase
+from dfsearch.cost import network
+from dfsearch.cost.quirks import Quirks
+from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
+from dfsearch.kernels.pieces import subgraph
 from dfsearch.placement import Placement
 from dfsearch.spec import Spec
+from dfsearch.workloads.llm import partitions_graph
 
 __all__ = ["Partition", "PartitionPlan", "PartitionProblem", "is_partitioned", "partition_problem",
            "plan_of", "kept_spec", "partition_flop"]
@@ -133,8 +138,6 @@ class PartitionProblem:
 
 def is_partitioned(spec: Spec) -> bool:
     """True for DFModel's reading of a multi-layer graph (``workload.partition_graph``)."""
-    from dfsearch.workloads.llm import partitions_graph
-
     return spec.piece is None and partitions_graph(spec.workload)
 
 
@@ -162,11 +165,6 @@ def _out_bytes(spec: Spec, i: int) -> float:
 def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
                       sharding: tuple[Dim, ...]) -> tuple[Any, dict[str, Any]]:
     """The ``PartitionProblem`` of the spec's graph on ``shape`` (module docstring), and the per-kernel parts of its weights (for the report)."""
-    from dfsearch.codes import Collective
-    from dfsearch.cost import network
-    from dfsearch.cost.quirks import Quirks
-    from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
-
     sysm, ex = spec.system, spec.execution
     grp = network.groups(sysm, shape, placement)
     # DFModel's inter-chip pass: flat TP ratios (no HBD, no reduce-scatter + all-gather)
@@ -269,30 +267,12 @@ def kept_spec(spec: Spec, plan: PartitionPlan, pp: int) -> Spec:
     """The spec DFModel's intra-chip pass runs: the kept partition's kernels (their sharding
     pinned to the full graph's) and the edges between them, ``layers`` = PP (one partition per
     stage: ``num_layer`` = PP, one layer per graph execution)."""
-    from dfsearch.kernels.pieces import subgraph
-
     members = tuple(i for i, p in enumerate(plan.assignment) if p == plan.kept)
     ks = tuple(replace(k, sharding=plan.sharding[i]) if i in set(members) else k
                for i, k in enumerate(spec.graph.kernels))  # fmt: skip
     graph = subgraph(replace(spec.graph, kernels=ks), members)
     wl = replace(spec.workload, num_layer=pp, num_layer_in_graph=1, partition_graph=False)
     return replace(spec, graph=graph, workload=wl)
-
-
-def full_sharding(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
-                  pinned: dict[int, Dim] | None = None) -> tuple[Dim, ...]:
-    """The inter-chip sharding of the whole graph: pinned choices (the spec's, then
-    ``pinned``), the byte-minimal solution for the rest (ties by time at the first tile
-    count)."""
-    from dfsearch.search import outer as outer_mod
-    from dfsearch.search.engine import outer_sharding
-
-    t = outer_mod.tile_counts(spec)[0]
-    if pinned:
-        ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k
-                   for i, k in enumerate(spec.graph.kernels))  # fmt: skip
-        spec = replace(spec, graph=replace(spec.graph, kernels=ks))
-    return outer_sharding(spec, shape, t, placement)
 
 
 def infeasible_partition(spec: Spec, shape: tuple[int, ...], pp: int, why: str) -> str:

@@ -29,9 +29,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dfsearch.codes import Status
-from dfsearch.cost.model import Evaluation
+from dfsearch.cost import network
+from dfsearch.cost.lower import Outer, lower
+from dfsearch.cost.model import Evaluation, evaluate, evaluate_problem
+from dfsearch.cost.quirks import Quirks
+from dfsearch.cost.stage_cuts import cut_split
 from dfsearch.decision import Decision
-from dfsearch.spec import Spec, StagePiece
+from dfsearch.kernels.pieces import split_pieces, subgraph
+from dfsearch.spec import AUTO, Spec, StagePiece
 
 __all__ = [
     "PIECES",
@@ -157,15 +162,11 @@ def is_staged(spec: Spec) -> bool:
     wl = spec.workload
     if wl.num_layer <= wl.num_layer_in_graph:
         return False
-    from dfsearch.kernels.pieces import split_pieces
-
     return split_pieces(spec.graph).has_ends
 
 
 def members_of(spec: Spec) -> dict[str, tuple[int, ...]]:
     """Piece -> kernel indices in the spec's graph (empty for an absent end)."""
-    from dfsearch.kernels.pieces import split_pieces
-
     p = split_pieces(spec.graph)
     return {"before": p.before, "layers": p.layers, "after": p.after}
 
@@ -177,9 +178,6 @@ def piece_spec(spec: Spec, members: tuple[int, ...], micro_batch: int, runs: int
     ``end`` of the model (embedding, LM head) gets its configuration count searched
     (``num_config = "auto"``): the spec's count is the layer graph's. ``configs`` pins the
     count (a part of the layer graph cut by a stage boundary: ``plan/stages.py``)."""
-    from dfsearch.kernels.pieces import subgraph
-    from dfsearch.spec import AUTO
-
     ex = spec.execution
     if end:
         ex = replace(ex, num_config=AUTO)
@@ -201,8 +199,6 @@ def batch_ns(times: list[float], micro_batches: int, beta: float, p2p_ns: float)
 
 def bubble(spec: Spec, per_stage: int, pp: int) -> float:
     """beta: 1, or under the bubble quirk 1 / max(model layers per stage - 1, 1)."""
-    from dfsearch.cost.quirks import Quirks
-
     if pp <= 1 or not Quirks().bubble_over_layers_per_stage:
         return 1.0
     return 1.0 / max(per_stage * spec.workload.num_layer_in_graph - 1, 1)
@@ -307,8 +303,6 @@ class StageModel:
 
     def _lowered(self, name: str, runs: int) -> Any:
         """The lowered problem of a piece's mapping when it runs ``runs`` times in its stage."""
-        from dfsearch.cost.lower import lower
-
         return lower(self.spec_of(name, runs), _outer(self.alone[name].decision))
 
     def holds(self, s: int, runs: tuple[int, ...] | None = None, cuts: tuple[int, ...] = ()
@@ -357,9 +351,6 @@ class StageModel:
     def cut_p2p_ns(self, i: int) -> float:
         """What a cut at cut point i (1-based; 0: none) adds to the batch's p2p: its bytes
         over the pp dimension's link, at the p2p ns per byte of the pipeline's own term."""
-        from dfsearch.cost import network
-        from dfsearch.cost.quirks import Quirks
-
         if i == 0 or self.pp <= 1:
             return 0.0
         d = self.lay.decision
@@ -388,8 +379,6 @@ class StageModel:
         """The best split over this model's space (``stage_cuts.cut_split``): stages may
         hold no whole execution where they hold an end or a part, and every boundary may cut
         a layer at one of ``self.cut_points``. None: none fits."""
-        from dfsearch.cost.stage_cuts import cut_split
-
         beta = bubble(self.spec, -(-self.executions // self.pp), self.pp)
         extra = [self._ends(s, self.ii) * self.mbs for s in range(self.pp)]
         has_ends = [bool(self._ends(s, {n: 1.0 for n in self.alone})) for s in range(self.pp)]
@@ -443,9 +432,6 @@ class StageModel:
     def _in_stage(self, name: str, runs: int, beside: float, restage: Restage | None
                   ) -> tuple[Evaluation | None, bool]:
         """(the piece in its stage, whether it kept its time alone)."""
-        from dfsearch.cost.lower import lower
-        from dfsearch.cost.model import evaluate_problem
-
         role = self.spec_of(name, runs, beside)
         d = self.alone[name].decision
         ev = evaluate_problem(role, lower(role, _outer(d)), d)
@@ -501,8 +487,6 @@ class StageModel:
 
 
 def _outer(d: Decision) -> Any:
-    from dfsearch.cost.lower import Outer
-
     return Outer(d.shape, d.sharding, d.micro_batch_size, d.num_tile, d.num_config, d.placement)
 
 
@@ -511,8 +495,6 @@ def evaluate_staged(spec: Spec, decisions: dict[str, Decision], stage_layers: tu
     """A given mapping of a whole model in pieces (``dfsearch eval``): every piece's decision
     evaluated alone and in its stage, with ``stage_layers`` executions per stage (None: the
     best split). An infeasible mapping gives the failing piece's evaluation and no plan."""
-    from dfsearch.cost.model import evaluate
-
     members = members_of(spec)
     mbs = decisions["layers"].micro_batch_size
     alone = {}

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Dim, KernelKind, MemoryModel, Phase, Recompute
-from dfsearch.workloads.base import DramUse  # re-exported
+from dfsearch.codes import Dim, KernelKind, Phase, Recompute
+from dfsearch.cost.dram import DramUse  # re-exported
 
 if TYPE_CHECKING:
     from dfsearch.spec import Graph, Kernel, Spec
@@ -32,25 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DramUse",
-    "memory_model",
     "recomputed",
     "sequence_split",
     "forward_weight_bytes",
     "training_dram",
 ]
-
-
-def memory_model(spec: Spec) -> MemoryModel:
-    """The memory model in effect: ``auto`` resolves to ``training`` for a training graph of
-    a workload that counts training memory (LLM), else ``dfmodel``."""
-    from dfsearch.workloads import model_of
-
-    chosen = spec.training.memory_model
-    if chosen is not MemoryModel.AUTO:
-        return chosen
-    if model_of(spec.workload).counts_training_memory and spec.graph.is_training:
-        return MemoryModel.TRAINING
-    return MemoryModel.DFMODEL
 
 
 def recomputed(spec: Spec) -> tuple[bool, ...]:

@@ -44,7 +44,6 @@ True
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import math
 import re
 from dataclasses import dataclass
@@ -88,6 +87,7 @@ from dfsearch.spec import (
     Training,
 )
 from dfsearch.topology import KINDS
+from dfsearch.validate import validate_spec
 
 __all__ = [
     "V2_FIELDS",
@@ -1273,9 +1273,5 @@ def load_dfmodel_file(
 
 
 def _validate(spec: Spec) -> list[Issue]:
-    """Run the shared semantic checks of :mod:`dfsearch.validate` when that module exists."""
-    if importlib.util.find_spec("dfsearch.validate") is None:
-        return []
-    from dfsearch.validate import validate_spec
-
+    """Run the shared semantic checks of :mod:`dfsearch.validate`."""
     return list(validate_spec(spec))

@@ -18,7 +18,6 @@ from dfsearch.cost.model import Evaluation, evaluate, outer_status
 from dfsearch.cost.network import groups
 from dfsearch.cost.partition import (
     PartitionPlan,
-    full_sharding,
     is_partitioned,
     kept_spec,
     partition_problem,
@@ -30,7 +29,7 @@ from dfsearch.plan.partition_cut import PartitionInfeasible, solve_partition
 from dfsearch.report import partition_lines
 from dfsearch.result import PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search.engine import PROOF_REL_TOL, search
+from dfsearch.search.engine import PROOF_REL_TOL, full_sharding, search
 from dfsearch.search.objective import objective_of
 from dfsearch.search.strategies.base import Progress
 from dfsearch.search.warmup import warm_up

@@ -20,8 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dfsearch.codes import Status
+from dfsearch.cost.evaluate import set_cost
 from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
+from dfsearch.cost.model import Evaluator
+from dfsearch.search import _dp
+from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
 from dfsearch.search.layered import composed_order, layer_of, layered_split
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
@@ -52,16 +57,12 @@ class Assignment:
 
 def _allowed(problem: Problem) -> np.ndarray:
     """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
-    from dfsearch.search import _dp
-
     return _dp.allowed_configs(problem.kernels, problem.constants)
 
 
 def _topo(problem: Problem) -> np.ndarray:
     """A topological order that keeps the file order where it can and puts forward kernels
     before backward ones (so that contiguous blocks can respect the FWD/BWD rule)."""
-    from dfsearch.search import _dp
-
     return _dp.topological_order(problem.kernels, problem.edges)
 
 
@@ -158,8 +159,6 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     tried) the order DP, improved by annealing in "auto" and "anneal". A search the control
     array stops gets no fallback. Returns (value, assignment, method used, exhaustive,
     lower bound of the regime); ``stats`` collects evaluations, stops and violations."""
-    from dfsearch.search import _dp
-
     n = problem.num_kernels
     assign = np.full(n, -1, dtype=np.int64)
     value, exhaustive, bound, overflow = math.inf, False, 0.0, True
@@ -177,8 +176,6 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
-    from dfsearch.search.graph_bound import graph_bound_ns
-
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
     value2, assign2 = math.inf, None
@@ -203,8 +200,6 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     if value2 < value:
         value, assign = value2, assign2
     if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
-        from dfsearch.search.graph_bound import overlap_bound_ns
-
         bound = max(bound, overlap_bound_ns(problem, bw, allowed))
     return value, assign, used, False, bound
 
@@ -229,8 +224,6 @@ def _violations_unpruned(problem, search_args, stats, control) -> None:
     """Nothing fits: search again without the SRAM pruning (a smaller state budget), so that
     the smallest violation of each constraint (the error message) comes from real
     candidates; only its evaluations and violations are kept."""
-    from dfsearch.search import _dp
-
     st = _fresh_stats(stats)
     args = (*search_args[:-1], min(search_args[-1], MESSAGE_STATES))
     _dp.ideal_search(*args, 0, np.full(problem.num_kernels, -1, np.int64), st, control)
@@ -238,9 +231,6 @@ def _violations_unpruned(problem, search_args, stats, control) -> None:
 
 
 def _evaluate_forced(problem: Problem, cfg: tuple[int, ...]) -> Assignment:
-    from dfsearch.codes import Status
-    from dfsearch.cost.model import Evaluator
-
     finals, status, viol = Evaluator(problem).batch(np.asarray([cfg], dtype=np.int64))
     if not np.isfinite(finals[0]):
         label = Status(int(status[0])).label
@@ -265,8 +255,6 @@ def _merge_stats(stats: np.ndarray, st: np.ndarray) -> None:
 
 def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
     """The relaxed optimum when it is exactly feasible and better, else the conservative one."""
-    from dfsearch.cost.model import Evaluator
-
     if not math.isfinite(relaxed_value) or relaxed_value >= value:
         return value, assign
     finals, _, _ = Evaluator(problem).batch(relaxed_assign[None, :])
@@ -276,8 +264,6 @@ def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
 
 
 def _order(problem, order, allowed, bw, live_cap, stats, control):
-    from dfsearch.search import _dp
-
     st = _fresh_stats(stats)
     assign = np.full(problem.num_kernels, -1, dtype=np.int64)
     p = problem
@@ -326,8 +312,6 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
     Move: shift one kernel to another position inside the window its predecessors and
     successors leave it (precedence-preserving). Metropolis acceptance on the relative
     change, geometric cooling; seeded, so deterministic. Stops when ``control`` says so."""
-    from dfsearch.search import _dp
-
     n = problem.num_kernels
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
@@ -374,9 +358,6 @@ def lone_misfits(problem: Problem) -> list[tuple[int, str, float]]:
     """Kernels that break a capacity even alone in a configuration: (kernel, constraint,
     excess) with the constraint "sram" (bytes) or "cores". The read side of buffers from
     weight-tiled producers is counted as free, so each excess is a floor."""
-    from dfsearch.codes import Status
-    from dfsearch.cost.evaluate import set_cost
-
     n = problem.num_kernels
     out = np.zeros(NUM_SET)
     members = np.zeros(n, np.int64)

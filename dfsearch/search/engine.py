@@ -43,21 +43,26 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status
+from dfsearch.cost import network
 from dfsearch.cost.layout import Control, no_control
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
+from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.placement import Placement
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
+from dfsearch.search.assign import lone_misfits
 from dfsearch.search.objective import Objective, objective_of
+from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
+from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
 from dfsearch.workloads import model_of
 
-__all__ = ["search", "outer_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
@@ -276,6 +281,19 @@ def outer_sharding(
     return _sharding(spec, shape, num_tile, {} if cache is None else cache, placement)
 
 
+def full_sharding(spec: Spec, shape: tuple[int, ...], placement: Placement | None,
+                  pinned: dict[int, Dim] | None = None) -> tuple[Dim, ...]:
+    """The inter-chip sharding of the whole graph: pinned choices (the spec's, then
+    ``pinned``), the byte-minimal solution for the rest (ties by time at the first tile
+    count; DFModel's pipeline partitioning cuts the graph under it, ``cost.partition``)."""
+    t = outer_mod.tile_counts(spec)[0]
+    if pinned:
+        ks = tuple(replace(k, sharding=pinned[i]) if i in pinned else k
+                   for i, k in enumerate(spec.graph.kernels))  # fmt: skip
+        spec = replace(spec, graph=replace(spec.graph, kernels=ks))
+    return outer_sharding(spec, shape, t, placement)
+
+
 def _sharding(
     spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict,
     placement: Placement | None = None,
@@ -285,10 +303,6 @@ def _sharding(
         return tuple(Dim.NO for _ in kernels)
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]
-    from dfsearch.cost import network
-    from dfsearch.cost.quirks import Quirks
-    from dfsearch.search.sharding import solve_spec_sharding
-
     # the sharding depends on the shape only through the TP degree and TP collective ratios
     ratios = network.llm_ratios(
         spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
@@ -466,8 +480,6 @@ def _explain(spec: Spec, v: Violation, placement: Placement | None = None) -> Vi
     in a configuration at the closest outer choice (with its ``placement``)."""
     if v.constraint not in ("sram", "cores") or not v.num_config:
         return v
-    from dfsearch.search.assign import lone_misfits
-
     sharding = _sharding(spec, v.shape, v.num_tile, {}, placement)
     mbs = outer_mod.micro_batch_size(spec)
     outer = Outer(v.shape, sharding, mbs, v.num_tile, v.num_config, placement)
@@ -487,6 +499,4 @@ def _outer_violation(spec: Spec, p: Pair) -> Violation:
 
 def _compile_first() -> None:
     """Compile (or load from the cache) every jitted function before a clock starts."""
-    from dfsearch.search.warmup import warm_up
-
     warm_up()

@@ -75,8 +75,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dfsearch.codes import Overlap, Status
+from dfsearch.cost.evaluate import min_cycles
 from dfsearch.cost.lower import Problem
+from dfsearch.cost.model import Evaluator
 from dfsearch.errors import SolverUnavailableError
+from dfsearch.search.assign import _allowed, assign_configs
 
 __all__ = [
     "ExactResult",
@@ -166,8 +169,6 @@ def _ceil_units(t_ns: float, scale: float) -> int:
 
 def _pareto(a: int, b: int, z: int, cores: int) -> list[tuple[int, int]]:
     """(cores, fewest cycles) options of one kernel where the cycles strictly drop."""
-    from dfsearch.cost.evaluate import min_cycles
-
     if a <= 0 or b <= 0 or z <= 0:
         return [(1, 0)]
     out: list[tuple[int, int]] = []
@@ -232,8 +233,6 @@ def _canonical(config: tuple[int, ...], pairs: list[int], nc: int) -> tuple[int,
 
 def _rescore(problem: Problem, config: tuple[int, ...]) -> tuple[int, float]:
     """(status, sum of configuration IIs) of one assignment by the float evaluator."""
-    from dfsearch.cost.model import Evaluator
-
     out = Evaluator(problem).full(config)
     return out.status, out.all_config_ii_ns
 
@@ -360,8 +359,6 @@ def _screen(
                        "II multipliers) are not modelled")  # fmt: skip
     if k.fixed_config or nc == 1:
         return _trivial(problem, t0)
-    from dfsearch.search.assign import _allowed
-
     allowed = _allowed(problem)
     if np.all(allowed.sum(axis=1) == 1):  # pins and the FWD/BWD rule fix every kernel
         return _trivial(problem, t0, tuple(int(np.argmax(row)) for row in allowed))
@@ -493,8 +490,6 @@ def _tables(problem: Problem, max_options: int) -> list[list[tuple[int, int]]] |
 def _known_solution(problem: Problem, hint) -> tuple[tuple[int, ...], float] | None:
     """The better of the hint and the contiguous-order DP's assignment, if feasible:
     (assignment, sum of IIs). It caps the objective and sets the time scale."""
-    from dfsearch.search.assign import assign_configs
-
     cands = []
     n, nc = problem.num_kernels, problem.num_config
     if hint is not None and len(hint) == n and all(0 <= int(h) < nc for h in hint):
@@ -521,8 +516,6 @@ class _Builder:
     """The CP-SAT model of one problem (see the module docstring); ``build()`` fills it."""
 
     def __init__(self, cp_model, problem: Problem, tables, known) -> None:
-        from dfsearch.search.assign import _allowed
-
         p = self.p = problem
         self.model = cp_model.CpModel()
         self.n, self.nc = p.num_kernels, p.num_config

@@ -14,10 +14,12 @@ import math
 
 import numpy as np
 
-from dfsearch.codes import Phase
-from dfsearch.cost.layout import BoundCol
+from dfsearch.codes import Overlap, Phase
+from dfsearch.cost.evaluate import bound_terms, set_cost
+from dfsearch.cost.layout import NUM_SET, BoundCol, SetSlot
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
+from dfsearch.search import _dp
 
 __all__ = ["graph_bound_ns", "overlap_bound_ns"]
 
@@ -43,8 +45,6 @@ def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> flo
       and no configuration open to both, forward and backward kernels sit in disjoint sets of
       configurations, so their bounds add up (at least the bound of both together).
     """
-    from dfsearch.cost.evaluate import bound_terms
-
     kt, et, cn = problem.kernels, problem.edges, problem.constants
     terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
     if terms.shape[0] == 0:
@@ -64,10 +64,6 @@ def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> flo
 
 def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
     """(kernels that must sit alone in their configuration, their summed exact II)."""
-    from dfsearch.cost.evaluate import set_cost
-    from dfsearch.cost.layout import NUM_SET, SetSlot
-    from dfsearch.search import _dp
-
     kt, et, cn = problem.kernels, problem.edges, problem.constants
     n = problem.num_kernels
     alone = np.zeros(n, bool)
@@ -119,9 +115,6 @@ def overlap_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> f
     ``graph_bound_ns``, one end each) and memory with network. Compute-memory overlap
     (II = max(tc, tm) + tn) uses the compute-memory pair plus TN. The flow runs on a graph
     with O(n) arcs (``_max_flow``)."""
-    from dfsearch.codes import Overlap
-    from dfsearch.cost.evaluate import bound_terms
-
     kt, et, cn = problem.kernels, problem.edges, problem.constants
     if cn.overlap == Overlap.NONE or problem.num_kernels == 0:
         return 0.0

@@ -35,9 +35,11 @@ from dataclasses import replace
 import numpy as np
 
 from dfsearch.codes import Phase
-from dfsearch.cost.layout import EdgeTable, KernelTable, Stat
+from dfsearch.cost.evaluate import set_cost
+from dfsearch.cost.layout import NUM_SET, EdgeTable, KernelTable, SetSlot, Stat
 from dfsearch.cost.lower import Problem, fwd_bwd_bounds
 from dfsearch.kernels.graph import priority_topological_order
+from dfsearch.search import _dp, _window
 
 __all__ = ["composed_order", "layered_split", "layer_of", "sub_problem", "CHUNK"]
 
@@ -107,8 +109,6 @@ def _block_order(problem: Problem, members: np.ndarray, control: np.ndarray,
     caller's ``search.assign.assign_configs``, with ``method="ideal-dp"``), never by this
     module again (ties and unsolved blocks: the block's topological order). Its evaluations
     (and whether ``control`` stopped it) are added to ``stats``."""
-    from dfsearch.search import _dp
-
     n, nc = problem.num_kernels, problem.num_config
     share = max(2 if problem.constants.fb_rule else 1, math.ceil(nc * len(members) / n))
     sub = sub_problem(problem, members, min(share, len(members)))
@@ -198,8 +198,6 @@ def _configs(problem: Problem, block: np.ndarray, allowed: np.ndarray) -> np.nda
 def _split_once(problem, order, bw, live_cap, relax, price, stats, control, cache=None):
     """One ``window_dp`` split of ``order`` at ``price`` per block; ``cache``: the block IIs
     of earlier splits of the same order (``_new_cache``)."""
-    from dfsearch.search import _window
-
     block = np.full(problem.num_kernels, -1, np.int64)
     p = problem
     if cache is None:
@@ -237,9 +235,6 @@ def _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats):
     """Merge adjacent blocks of a split, the pair whose merge adds the least II first, until
     the blocks fit the configurations (merging two blocks changes no other block's II).
     Under the FWD/BWD rule forward and backward blocks never merge."""
-    from dfsearch.cost.evaluate import set_cost
-    from dfsearch.cost.layout import NUM_SET, SetSlot
-
     kt, et, cn = problem.kernels, problem.edges, problem.constants
     n = problem.num_kernels
     along = block[order]

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from itertools import product
 
 from dfsearch.codes import Collective, Dim
+from dfsearch.cost import network
+from dfsearch.cost.lower import shard_dims
+from dfsearch.cost.quirks import Quirks
 from dfsearch.errors import SpecError
 from dfsearch.kernels.graph import (
     GraphStructure,
@@ -251,10 +254,6 @@ def solve_spec_sharding(
     """Sharding of an LLM spec for one shape, tile count and parallelism placement (None:
     the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
     per-tile compute + collective time at this TP degree."""
-    from dfsearch.cost import network
-    from dfsearch.cost.lower import shard_dims
-    from dfsearch.cost.quirks import Quirks
-
     sysm, ex = spec.system, spec.execution
     grp = network.groups(sysm, shape, placement)
     r = network.llm_ratios(

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dfsearch.cost.lower import Outer, lower
+from dfsearch.cost.model import evaluate_problem
+from dfsearch.decision import Decision
+from dfsearch.loader import load_spec
+from dfsearch.search.assign import assign_configs
+from dfsearch.search.sharding import solve_spec_sharding
+
 __all__ = ["warm_up"]
 
 
 def warm_up() -> None:
     """Run each jitted entry point once on a small lowered problem of the built-in example."""
-    from dfsearch.cost.lower import Outer, lower
-    from dfsearch.cost.model import evaluate_problem
-    from dfsearch.decision import Decision
-    from dfsearch.loader import load_spec
-    from dfsearch.search.assign import assign_configs
-    from dfsearch.search.sharding import solve_spec_sharding
-
     spec = load_spec(Path(__file__).parent.parent / "examples" / "gpt3_1T_sn30.toml")
     n = len(spec.graph.kernels)
     shape = tuple(d.size for d in spec.system.network)

@@ -1,7 +1,7 @@
 """Running a study's points on an existing Dask distributed cluster (optional extra
 ``dfsearch[distributed]``): ``dfsearch sweep study.toml -o results/ --dask tcp://host:8786``.
 
-Each point is one task (``runner.run_point``), submitted a window ahead; results are taken in submission order, so the
+Each point is one task (``point.run_point``), submitted a window ahead; results are taken in submission order, so the
 table is written in point order as with a local pool. Every worker process compiles (or
 loads from its Numba cache) once. The workers need dfsearch installed, same version.
 """
@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dfsearch.errors import SolverUnavailableError
+from dfsearch.study.point import run_point
 
 __all__ = ["dask_results"]
 
@@ -36,7 +37,6 @@ def dask_results(items: Iterable[tuple[Any, Any, Any]], address: str) -> Iterato
         raise SolverUnavailableError(
             "--dask needs dask.distributed: pip install \"dfsearch[distributed]\"."
         ) from None
-    from dfsearch.study.runner import run_point
 
     with Client(address, set_as_default=False) as client:
         pending: collections.deque = collections.deque()

@@ -216,7 +216,7 @@ def roofline_points(rows: Sequence[Mapping[str, Any]], level: str) -> list[tuple
     """(row, operational intensity in FLOP/byte, GFLOP/s per chip) of every feasible row with
     traffic at ``level`` (``"memory"``: DRAM bytes, ``"network"``: network bytes at the first
     dimension's link bandwidth), for one execution of the graph on one chip
-    (dfsearch.study.runner.roofline_cells)."""
+    (dfsearch.study.point.roofline_cells)."""
     column = "dram_bytes_per_chip" if level == "memory" else "network_bytes_per_chip"
     out = []
     for r in rows:

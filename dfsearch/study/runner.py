@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dfsearch import __version__
 from dfsearch.errors import Issue, SpecError
-from dfsearch.spec import Spec
+from dfsearch.study.distributed import dask_results
 from dfsearch.study.folder import folder_lock, output_folder
+from dfsearch.study.point import CTRL_C, Task, point_digest, run_point  # re-exported
 from dfsearch.study.study import Point, Study, cell
 from dfsearch.study.table import (
     METRICS,
@@ -43,19 +45,8 @@ __all__ = ["Task", "SweepSummary", "SweepInterrupted", "run_point", "sweep", "po
 
 #: progress(done, total, elapsed_s, ran): called after each point written
 Progress = Callable[[int, int, float, int], None]
-#: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
-CTRL_C = "ctrl_c"
 #: the study fingerprint of the table in the folder (see ``_resume``)
 STAMP_NAME = ".dfsearch-study"
-
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """What a worker needs for one point."""
-
-    point: int
-    spec: Spec
-    seed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,74 +76,6 @@ class SweepInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted after {written} of {total} points; run the same command again to resume.")
         self.written = written
         self.total = total
-
-
-def point_digest(spec: Spec, seed: int) -> str:
-    """A short digest of a point's spec (every field, the graph too) and seed."""
-    from dfsearch.loader import spec_to_data
-
-    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def run_point(task: Task) -> dict[str, Any]:
-    """Search one point and return its metric cells (the worker function)."""
-    from dfsearch.plan import run
-
-    result = run(task.spec, seed=task.seed)
-    row = _metrics(result)
-    if result.search.stopped_by == "interrupted":
-        row[CTRL_C] = True  # Ctrl-C came during this point (the row may still be complete)
-    if result.evaluation is not None:
-        row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
-    return row
-
-
-def roofline_cells(ev: Any, link_bw_GBps: float) -> dict[str, float]:
-    """One chip during one execution of the graph (its configurations in turn, without the
-    pipeline bubble and the once-per-batch p2p): the time T (``all_config_ii_ns``), the FLOP
-    done, the DRAM bytes moved (memory time x DRAM bandwidth) and the network time as bytes
-    over one link of the first dimension (network time x its bandwidth). The FLOP are the
-    chip's share of the batch divided by the graph executions per batch,
-    E = (ns_per_batch - p2p) / (T x pipeline factor). Since T sums max(compute, memory,
-    network) per configuration, FLOP / T <= min(peak, FLOP / bytes x bandwidth): the point of
-    a hierarchical roofline lies under both roofs."""
-    t = ev.all_config_ii_ns
-    executions = (ev.ns_per_batch - ev.p2p_ns) / (t * ev.pipeline_factor) if t > 0 else 0.0
-    flop = ev.workload_flop / ev.num_chip / executions if executions > 0 else 0.0
-    return {
-        "all_config_ii_ns": t, "flop_per_chip": flop,
-        "dram_bytes_per_chip": sum(c.memory_ns for c in ev.configs) * ev.dram_bw_GBps,
-        "network_bytes_per_chip": sum(c.network_ns for c in ev.configs) * link_bw_GBps,
-        "peak_gflops": ev.peak_gflops, "dram_bw_GBps": ev.dram_bw_GBps, "link_bw_GBps": link_bw_GBps,
-    }  # fmt: skip
-
-
-def _metrics(result: Any) -> dict[str, Any]:
-    s = result.search
-    row: dict[str, Any] = {
-        "status": result.status.label, "lower_bound_s": s.lower_bound_s,
-        "evaluations": s.evaluations, "seconds": s.seconds, "seed": s.seed,
-        **result.headline(),  # the plan's own figures (result.HEADLINE), as in the JSON
-    }  # fmt: skip
-    ev = result.evaluation
-    if ev is None:
-        row["message"] = result.violations[0].message() if result.violations else result.infeasible_message().splitlines()[0]
-        return row
-    gflops = ev.workload_flop / ev.final_s / 1e9
-    row |= {
-        "final_s": ev.final_s, "throughput_per_s": 1.0 / ev.final_s, "utilization": ev.utilization,
-        "system_cost": ev.price.system_cost, "system_power": ev.price.system_power,
-        "cost_efficiency": gflops / ev.price.system_cost if ev.price.system_cost > 0 else None,
-        "power_efficiency": gflops / ev.price.system_power if ev.price.system_power > 0 else None,
-        "tp": ev.tp, "pp": ev.pp, "dp": ev.dp, "num_config": len(ev.configs),
-        "compute_ns": sum(c.compute_ns for c in ev.configs),
-        "memory_ns": sum(c.memory_ns for c in ev.configs),
-        "network_ns": sum(c.network_ns for c in ev.configs),
-    }  # fmt: skip
-    lb = s.lower_bound_s
-    row["gap"] = max(0.0, ev.final_s / lb - 1.0) if lb else None
-    return row
 
 
 def _tasks(study: Study, done: AbstractSet[int]) -> Iterator[tuple[Point, str, Task]]:
@@ -198,8 +121,6 @@ def study_fingerprint(study: Study) -> str:
     spec, its defaults and included files as loaded, the edits, networks, area, seed, axes,
     filters) and of the dfsearch version: equal fingerprints mean every row of the table is
     still right when its axis values match."""
-    from dfsearch import __version__
-
     data = [__version__, study.base_data, study.defaults, list(study.fixed), study.combine,
             [[a.name, list(a.values)] for a in study.axes], [c.text for c in study.filters],
             study.seed, dict(study.network_sizes), study.area]  # fmt: skip
@@ -363,8 +284,6 @@ Item = tuple[Point, str, Task]
 def _results(items: Iterator[Item], jobs: int, dask: str | None) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
     """Each item's (point, digest) and metrics, in item order."""
     if dask:
-        from dfsearch.study.distributed import dask_results
-
         yield from dask_results(items, dask)
     elif jobs > 1:
         yield from _pool_results(items, jobs)

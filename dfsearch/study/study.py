@@ -41,9 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from dfsearch.errors import Issue, SpecError
+from dfsearch.io.dfmodel import looks_like_dfmodel
+from dfsearch.loader import load_spec, parse_toml, read_text, spec_from_data, spec_to_data
 from dfsearch.spec import Spec
 from dfsearch.study import catalogue
 from dfsearch.study.filters import Condition, parse_filter
+from dfsearch.validate import seed_issue
 
 __all__ = ["Axis", "Override", "Point", "Study", "load_study", "study_from_data"]
 
@@ -220,8 +223,6 @@ class Study:
             The point's spec breaks a rule; the message names the study file, the point's
             axis values and each field path.
         """
-        from dfsearch.loader import spec_from_data
-
         data = self.point_data(point)
         where = f"{self.file} (point {point.labels(self.axes)})"
         try:
@@ -302,8 +303,6 @@ def load_study(path: str | Path) -> Study:
         Unreadable file, bad TOML, unknown keys, a bad axis, filter or base spec; every
         message names the study file and the key (exit code 2 on the command line).
     """
-    from dfsearch.loader import parse_toml, read_text
-
     file = str(path)
     return study_from_data(parse_toml(read_text(path), file), file=file, folder=Path(path).parent)
 
@@ -321,11 +320,8 @@ def study_from_data(data: dict[str, Any], *, file: str, folder: Path) -> Study:
     if combine not in _COMBINE:
         issues.append(Issue("study.combine", f"must be one of 'cross', 'zip'. Got {combine!r} instead."))
     seed = head.get("seed")
-    if seed is not None:
-        from dfsearch.validate import seed_issue
-
-        if (issue := seed_issue("study.seed", seed)) is not None:
-            issues.append(issue)
+    if seed is not None and (issue := seed_issue("study.seed", seed)) is not None:
+        issues.append(issue)
     axes = _axes(data.get("axes", {}), combine, issues)
     fixed = _fixed(data.get("set", {}), issues)
     sizes = _network_sizes(data.get("networks", {}), issues)
@@ -521,15 +517,11 @@ def _filters(value: Any, issues: list[Issue]) -> tuple[Condition, ...]:
 def _read_base(path: Path, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The base spec as TOML data (a DFModel input: its converted data) and as complete data
     (every field, for filters on fields the file leaves at their default)."""
-    from dfsearch.loader import load_spec, parse_toml, read_text, spec_to_data
-
     try:
         spec = load_spec(path)
         text = read_text(path)
     except SpecError as exc:
         raise SpecError([Issue("study.base", f"{i.render(exc.file)}") for i in exc.issues], file=file) from None
     full = spec_to_data(spec)
-    from dfsearch.io.dfmodel import looks_like_dfmodel
-
     data = full if looks_like_dfmodel(text) else parse_toml(text, str(path))
     return data, full

@@ -1,8 +1,9 @@
 """Workload kinds: one module per kind, registered in ``WORKLOADS``.
 
-Each kind module holds the input dataclass of its ``[workload]`` table (re-exported by
-``dfsearch.spec``) and a frozen, stateless ``WorkloadModel`` (``base.py``) with the rules in
-which the kinds differ. Code outside this package asks ``model_of(spec.workload)`` and never
+Each kind module holds a frozen, stateless ``WorkloadModel`` (``base.py``) with the rules in
+which the kinds differ; the input dataclass of its ``[workload]`` table lives in the data
+layer, ``dfsearch.workload_specs`` (re-exported here and by ``dfsearch.spec``). Code
+outside this package asks ``model_of(spec.workload)`` and never
 branches on ``codes.WorkloadKind``; the pure-Python twin ``cost/reference.py`` (the test
 oracle) keeps its own branches on purpose.
 
@@ -17,21 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dfsearch.codes import WorkloadKind
+from dfsearch.codes import MemoryModel, WorkloadKind
+from dfsearch.workload_specs import (  # re-exported
+    DLRMWorkload,
+    FFTWorkload,
+    HPLWorkload,
+    LLMWorkload,
+    ServingWorkload,
+    Workload,
+)
 from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
-from dfsearch.workloads.dlrm import DLRM, DLRMWorkload
-from dfsearch.workloads.fft import FFT, FFTWorkload
-from dfsearch.workloads.hpl import HPL, HPLWorkload
-from dfsearch.workloads.llm import LLM, LLMWorkload
-from dfsearch.workloads.serving import Serving, ServingWorkload
+from dfsearch.workloads.dlrm import DLRM
+from dfsearch.workloads.fft import FFT
+from dfsearch.workloads.hpl import HPL
+from dfsearch.workloads.llm import LLM
+from dfsearch.workloads.serving import Serving
+
+if TYPE_CHECKING:
+    from dfsearch.spec import Spec
 
 __all__ = [
     "WORKLOADS",
     "Workload",
     "model_of",
     "model_named",
+    "memory_model",
     "WorkloadModel",
     "Batch",
     "Lowering",
@@ -44,7 +57,7 @@ __all__ = [
 ]
 
 #: workload kind -> its rules; the one table to extend when a kind is added (with its
-#: dataclass in ``Workload`` below)
+#: dataclass in ``dfsearch.workload_specs.Workload``)
 WORKLOADS: Mapping[WorkloadKind, WorkloadModel] = MappingProxyType({
     WorkloadKind.LLM: LLM(),
     WorkloadKind.DLRM: DLRM(),
@@ -53,13 +66,14 @@ WORKLOADS: Mapping[WorkloadKind, WorkloadModel] = MappingProxyType({
     WorkloadKind.LLM_SERVING: Serving(),
 })
 
-#: the ``[workload]`` table of a spec: one dataclass per registered kind
-Workload = LLMWorkload | DLRMWorkload | HPLWorkload | FFTWorkload | ServingWorkload
-
-
 def model_of(workload: Any) -> WorkloadModel:
     """The rules of a workload object's kind (``spec.workload``)."""
     return WORKLOADS[workload.kind]
+
+
+def memory_model(spec: Spec) -> MemoryModel:
+    """The memory model in effect for ``spec`` (``WorkloadModel.memory_model`` of its kind)."""
+    return model_of(spec.workload).memory_model(spec)
 
 
 def model_named(word: str) -> WorkloadModel | None:

@@ -1,16 +1,16 @@
 """The contract of a workload kind: ``WorkloadModel`` and the records its hooks exchange.
 
 A workload kind (``codes.WorkloadKind``: LLM, DLRM, HPL, FFT) is its input dataclass (the
-``[workload]`` table) plus one frozen, stateless ``WorkloadModel`` subclass that holds every
+``[workload]`` table, ``dfsearch.workload_specs``) plus one frozen, stateless ``WorkloadModel`` subclass that holds every
 rule in which the kinds differ: batch structure, tile counts and shapes searched, shard
 dimensions, network terms, DRAM constants, outer-choice divisibility, validation and the
 report line. The rest of the code asks the registry (``dfsearch.workloads.model_of``) and
 never branches on the kind. ``docs/extending.md`` ("Adding a workload kind") lists the steps.
 
-Import rule: ``dfsearch.spec`` re-exports the workload dataclasses, so the kind modules are
-imported while ``spec`` is being built. They import only ``codes`` and this module at module
-level; the cost, graph and validation modules (which import ``spec``) are imported inside
-the hooks that need them.
+Import rule: the kinds are in the model layer (docs/design.md, "Layers"). Their input
+dataclasses live in the data layer (``dfsearch.workload_specs``); the kind modules import,
+at module level, the data layer and the model modules they need (``cost.network``,
+``kernels.graph``, ``workloads.network_rules``), never ``validate``, which imports them.
 """
 
 from __future__ import annotations
@@ -21,16 +21,27 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dfsearch.codes import Dim, ObjectiveKind, ServingPhase, Status, WorkloadKind
+from dfsearch.codes import (
+    Collective,
+    Dim,
+    MemoryModel,
+    ObjectiveKind,
+    ServingPhase,
+    Status,
+    WorkloadKind,
+)
+from dfsearch.cost import network
+from dfsearch.cost.dram import DramUse  # re-exported
+from dfsearch.workloads.network_rules import check_fixed_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.network import Groups
     from dfsearch.cost.quirks import Quirks
+    from dfsearch.issues import IssueSink
     from dfsearch.kernels.graph import GraphStructure
     from dfsearch.placement import Placement
     from dfsearch.spec import Execution, Kernel, SearchSettings, Spec, System
-    from dfsearch.validate import IssueSink
 
 __all__ = [
     "WorkloadModel",
@@ -47,7 +58,7 @@ __all__ = [
     "pipeline_factors",
 ]
 
-#: (lo, hi, unit) of one numeric workload field: ``validate.Range(lo, hi, unit)``
+#: (lo, hi, unit) of one numeric workload field: ``issues.Range(lo, hi, unit)``
 FieldRange = tuple[float, float, str]
 
 
@@ -197,31 +208,6 @@ class ServingStep:
         return self.batch * self.tokens * self.dp
 
 
-@dataclass(frozen=True, slots=True)
-class DramUse:
-    """Per-chip DRAM bytes that do not depend on the configuration assignment, by purpose,
-    and the multiplier of the widest live activations (the working set) in the DRAM total.
-
-    ``data`` holds a kind's own fixed data (DLRM tables, the HPL matrix, the FFT signal) and
-    every kernel's ``dram_extra_bytes``.
-    """
-
-    weights: float = 0.0
-    gradients: float = 0.0
-    optimizer: float = 0.0
-    activations: float = 0.0  #: kept for the backward pass (training memory model)
-    data: float = 0.0
-    act_mult: float = 0.0
-    #: fixed bytes of the other pieces of the same pipeline stage (``Spec.piece``)
-    stage_others: float = 0.0
-
-    @property
-    def fixed(self) -> float:
-        """Every byte but the working set."""
-        return (self.weights + self.gradients + self.optimizer + self.activations + self.data
-                + self.stage_others)
-
-
 # --------------------------------------------------------------------------- shared rules
 def tiled_shard_dims(kernel: Kernel, choice: Dim, tp: int, t: int) -> tuple[int, int, int]:
     """(sM, sK, sN) when the sharded dimension is cut TP ways and the tiled one T ways."""
@@ -241,8 +227,6 @@ def tiled_shard_dims(kernel: Kernel, choice: Dim, tp: int, t: int) -> tuple[int,
 def all_to_all_channels(ctx: Lowering, divisor: int) -> list[list[float]]:
     """Per-kernel, per-dimension time of the all-to-all kernels: communication bytes /
     ``divisor`` per chip, times each dimension's bisection factor (``network.a2a_factors``)."""
-    from dfsearch.codes import Collective
-    from dfsearch.cost import network
 
     spec, chips = ctx.spec, ctx.chips_per_copy
     fac = network.a2a_factors(spec.system, ctx.shape, chips, spec.execution.equations)
@@ -316,6 +300,17 @@ class WorkloadModel(ABC):
     counts_training_memory: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ outer choices
+    def memory_model(self, spec: Spec) -> MemoryModel:
+        """The memory model in effect: ``training.memory_model``, where ``auto`` resolves to
+        ``training`` for a training graph of a kind that counts training memory, else
+        ``dfmodel``."""
+        chosen = spec.training.memory_model
+        if chosen is not MemoryModel.AUTO:
+            return chosen
+        if self.counts_training_memory and spec.graph.is_training:
+            return MemoryModel.TRAINING
+        return MemoryModel.DFMODEL
+
     def searches_sharding(self, execution: Execution) -> bool:
         """Whether the inter-chip sharding is searched (and lowered) for this execution."""
         return self.shards_across_chips and not execution.skip_inter_chip_optimization
@@ -424,7 +419,6 @@ class WorkloadModel(ABC):
 
     def network_issues(self, sink: IssueSink, system: System, workload: Any) -> None:
         """Rules that tie the network to the workload (default: a fixed-shape kind)."""
-        from dfsearch.validate import check_fixed_network
 
         check_fixed_network(
             sink, system, workload, self.min_network_dims, self.min_network_dims_reason

@@ -4,11 +4,13 @@ all-to-all")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Collective, Equations, Status, WorkloadKind
+from dfsearch.cost import network
+from dfsearch.workload_specs import DLRMWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
     DramUse,
@@ -26,16 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["DLRMWorkload", "DLRM"]
 
 _P24, _P40 = 2**24, 2**40
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DLRMWorkload:
-    num_table: int
-    emb_dim: int
-    row: int
-    global_batch_size: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.DLRM, init=False)
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,6 @@ class DLRM(WorkloadModel):
     def network(self, ctx: Lowering) -> NetworkTerms:
         """The all-to-all channels, and the periodic gradient all-reduce once per batch
         (doubled by the pre-v1 equations)."""
-        from dfsearch.cost import network
 
         spec, quirks = ctx.spec, ctx.quirks
         equations = spec.execution.equations

@@ -3,11 +3,12 @@ data exchanges as all-to-alls (docs/model.md, "DLRM and FFT all-to-all")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Dim, WorkloadKind
+from dfsearch.workload_specs import FFTWorkload  # re-exported
 from dfsearch.workloads.base import (
     DramUse,
     Lowering,
@@ -22,13 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["FFTWorkload", "FFT"]
 
 _P24 = 2**24
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FFTWorkload:
-    length: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.FFT, init=False)
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,13 @@ grid; its broadcast and row swaps use the links of dimensions 1 and 0 (docs/mode
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Collective, Dim, WorkloadKind
+from dfsearch.cost.network import hpl_grid
+from dfsearch.workload_specs import HPLWorkload  # re-exported
 from dfsearch.workloads.base import DramUse, Lowering, NetworkTerms, WorkloadModel
 
 if TYPE_CHECKING:
@@ -16,14 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["HPLWorkload", "HPL"]
 
 _P24, _P40 = 2**24, 2**40
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HPLWorkload:
-    n: int
-    b: int
-    num_copy: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.HPL, init=False)
 
 
 @dataclass(frozen=True)
@@ -46,7 +40,6 @@ class HPL(WorkloadModel):
         self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
     ) -> tuple[int, int, int]:
         """ceil(rows / X), ceil(K / Y), N."""
-        from dfsearch.cost.network import hpl_grid
 
         x, y = hpl_grid(shape)
         kk = kernel.k if kernel.kind.has_k else 1
@@ -55,7 +48,6 @@ class HPL(WorkloadModel):
     def network(self, ctx: Lowering) -> NetworkTerms:
         """The broadcast on dimension 1 (X > 1) and the point-to-point on dimension 0
         (Y > 1), both communication bytes per chip of the grid line."""
-        from dfsearch.cost.network import hpl_grid
 
         x, y = hpl_grid(ctx.shape)
         bws = [d.link_bw_GBps for d in ctx.spec.system.network]

@@ -5,7 +5,7 @@ are searched (docs/model.md)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,11 @@ from dfsearch.codes import (
     Status,
     WorkloadKind,
 )
+from dfsearch.cost import network, training
+from dfsearch.cost.network import groups
+from dfsearch.cost.training import recomputed, sequence_split
+from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
+from dfsearch.workload_specs import LLMWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
     DramUse,
@@ -27,36 +32,18 @@ from dfsearch.workloads.base import (
     divisors,
     tiled_shard_dims,
 )
+from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.network import ExpertRatios, Groups, LLMRatios
+    from dfsearch.issues import IssueSink
     from dfsearch.placement import Placement
     from dfsearch.spec import Kernel, Spec, System
-    from dfsearch.validate import IssueSink
 
 __all__ = ["LLMWorkload", "LLM"]
 
 _P24, _P40 = 2**24, 2**40
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LLMWorkload:
-    hidden_dim: int
-    head_dim: int
-    num_head: int
-    seq_len: int
-    num_layer: int
-    global_batch_size: int
-    micro_batch_size: int = 0  #: 0 = searched
-    tile_size: int = 0  #: 0 = searched
-    num_layer_in_graph: int = 1
-    vocab_size: int | None = None  #: None: not given (needed by graph.embedding / lm_head)
-    #: DFModel's reading of ``num_layer_in_graph`` > 1 (docs/model.md, "Pipeline partitioning"): the graph holds the
-    #: layers of the whole pipeline and is cut into PP partitions at kernel granularity; the
-    #: slowest partition runs on every stage (docs/model.md, "Pipeline partitioning")
-    partition_graph: bool = False
-    kind: WorkloadKind = field(default=WorkloadKind.LLM, init=False)
 
 
 @dataclass(frozen=True)
@@ -94,7 +81,6 @@ class LLM(WorkloadModel):
     ) -> bool:
         """Every pipeline stage holds at least one graph execution: PP <= num_layer /
         num_layer_in_graph (PP of ``placement``, else of the spec's fixed roles)."""
-        from dfsearch.cost.network import groups
 
         pp = groups(spec.system, shape, placement).pp
         if partitions_graph(spec.workload):  # every partition holds at least one kernel
@@ -166,7 +152,6 @@ class LLM(WorkloadModel):
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
         """The global batch must divide by micro-batch x DP."""
-        from dfsearch.cost.network import groups
 
         gb = spec.workload.global_batch_size
         unit = outer.micro_batch_size * groups(spec.system, outer.shape, outer.placement).dp
@@ -180,11 +165,9 @@ class LLM(WorkloadModel):
     ) -> tuple[int, int, int]:
         """The shared rule; under sequence parallelism a replicated elementwise kernel is
         split over TP along the sequence (N)."""
-        if spec.training.sequence_parallel:  # checked first: this runs per kernel and shape
-            from dfsearch.cost.training import sequence_split
-
-            if sequence_split(spec, kernel, choice):
-                choice = Dim.N
+        # sequence_parallel checked first: this runs per kernel and shape
+        if spec.training.sequence_parallel and sequence_split(spec, kernel, choice):
+            choice = Dim.N
         return tiled_shard_dims(kernel, choice, tp, t)
 
     def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
@@ -198,7 +181,6 @@ class LLM(WorkloadModel):
     def network(self, ctx: Lowering) -> NetworkTerms:
         """Kernel collectives (the preset, or an all-reduce for a K-sharded kernel), edge
         re-layouts, the all-reduce latency and the pipeline's point-to-point time."""
-        from dfsearch.cost import network
 
         spec = ctx.spec
         ex = spec.execution
@@ -231,7 +213,6 @@ class LLM(WorkloadModel):
         """(PP - 1) x (hidden x seq_len x word / TP bytes over the PP links + their link
         latency), DFModel's hops in the latency of an inference pass; None for a training
         graph (it has backward kernels)."""
-        from dfsearch.cost import network
 
         spec, g = ctx.spec, ctx.groups
         if spec.graph.is_training:
@@ -250,9 +231,7 @@ class LLM(WorkloadModel):
         """The training memory of the first pipeline stage (``cost.training``) when the
         memory model is ``training``; else DFModel's: each stage holds its layers' weights,
         the live activations scale with the micro-batch."""
-        from dfsearch.cost import training
-
-        if training.memory_model(ctx.spec) is MemoryModel.TRAINING:
+        if self.memory_model(ctx.spec) is MemoryModel.TRAINING:
             return training.training_dram(ctx, extra_bytes)
         lps = ctx.batch.layers_per_stage
         return DramUse(weights=lps * weight_bytes, data=lps * extra_bytes,
@@ -304,7 +283,6 @@ class LLM(WorkloadModel):
 
     def network_issues(self, sink: IssueSink, system: System, workload: LLMWorkload) -> None:
         """Parallelism roles, sizes (free ones are searched) and the HBD rule."""
-        from dfsearch.validate import check_searched_network
 
         check_searched_network(sink, system)
         _check_pipeline_depth(sink, system, workload)
@@ -384,7 +362,6 @@ def _kernel_collectives(
 ) -> tuple[list[float], list[float], list[int]]:
     """Per-tile and once-per-execution collective time and the all-reduce flag of every
     kernel."""
-    from dfsearch.cost.training import recomputed
 
     kernels = ctx.spec.graph.kernels
     skip_ic = ctx.spec.execution.skip_inter_chip_optimization
@@ -418,7 +395,6 @@ def _kernel_collectives(
 
 def _expert_ratios(ctx: Lowering, num_expert: int) -> ExpertRatios:
     """The expert-parallel terms of an E-expert kernel (docs/model.md, "Mixture of experts")."""
-    from dfsearch.cost import network
 
     return network.expert_ratios(
         ctx.spec.system, ctx.groups, num_expert,
@@ -429,7 +405,6 @@ def _expert_ratios(ctx: Lowering, num_expert: int) -> ExpertRatios:
 def _edge_relayouts(ctx: Lowering, r: LLMRatios) -> list[float]:
     """Per-tile time of the collective that re-lays each edge's tensor out between the
     producer's and the consumer's sharding."""
-    from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
 
     kernels, st, sharding = ctx.spec.graph.kernels, ctx.structure, ctx.sharding
     out = [0.0] * len(st.src)

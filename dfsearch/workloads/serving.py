@@ -17,11 +17,13 @@ latency and KV bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from dfsearch.codes import Dim, KernelKind, ObjectiveKind, ServingPhase, WorkloadKind
+from dfsearch.cost import network
+from dfsearch.workload_specs import DEFAULT_MAX_BATCH, ServingWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
     DramUse,
@@ -37,14 +39,15 @@ from dfsearch.workloads.llm import (
     _edge_relayouts,
     _kernel_collectives,
 )
+from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.model import Evaluation
     from dfsearch.cost.network import Groups
+    from dfsearch.issues import IssueSink
     from dfsearch.placement import Placement
     from dfsearch.spec import Kernel, SearchSettings, Spec, System
-    from dfsearch.validate import IssueSink
 
 __all__ = [
     "ServingWorkload",
@@ -56,43 +59,8 @@ __all__ = [
 ]
 
 _P24, _P30 = 2**24, 2**30
-#: the largest batch searched when ``batch_size = 0`` and ``max_batch_size`` is not given
-DEFAULT_MAX_BATCH = 256
 #: the objectives that fit each phase (``search.objective``)
 _PHASE_OBJECTIVE = {ObjectiveKind.TTFT: ServingPhase.PREFILL, ObjectiveKind.TPOT: ServingPhase.DECODE}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServingWorkload:
-    """``[workload] kind = "llm_serving"`` (docs/spec.md)."""
-
-    phase: ServingPhase
-    hidden_dim: int
-    num_head: int
-    head_dim: int
-    num_layer: int
-    prompt_len: int
-    output_len: int
-    batch_size: int = 1  #: sequences served together per replica; 0 = searched
-    max_batch_size: int = DEFAULT_MAX_BATCH  #: the largest power of two searched
-    num_kv_head: int | None = None  #: None: num_head (no grouped-query attention)
-    ffn_dim: int | None = None  #: None: 4 x hidden_dim
-    gated_ffn: int = 0  #: 1: SwiGLU FFN
-    kv_word_bytes: int | None = None  #: None: execution.word_bytes
-    #: decode: new tokens per sequence per step (> 1: a speculative verification step)
-    tokens_per_step: int = 1
-    kind: WorkloadKind = field(default=WorkloadKind.LLM_SERVING, init=False)
-
-    @property
-    def kv_heads(self) -> int:
-        """g: key/value heads."""
-        return self.num_kv_head or self.num_head
-
-    @property
-    def step_tokens(self) -> int:
-        """s_step: tokens each sequence processes in one step (prompt_len, or
-        tokens_per_step: 1 in plain decode)."""
-        return self.prompt_len if self.phase is ServingPhase.PREFILL else self.tokens_per_step
 
 
 def kv_heads_per_chip(kv_heads: int, batch: int, tp: int) -> int:
@@ -185,7 +153,6 @@ class Serving(WorkloadModel):
     def lowered_kernel(self, spec: Spec, kernel: Kernel, outer: Outer) -> Kernel:
         """The kernel for the batch: a weight GEMM's N x B (one weight read serves every
         sequence), any other kernel's outer (rows) x B."""
-        from dataclasses import replace
 
         b = max(outer.micro_batch_size, 1)
         if kernel.kind is KernelKind.GEMM_WEIGHT:
@@ -216,7 +183,6 @@ class Serving(WorkloadModel):
 
     def network(self, ctx: Lowering) -> NetworkTerms:
         """The TP collectives and re-layouts of ``llm``; p2p = (PP - 1) pipeline hops."""
-        from dfsearch.cost import network
 
         spec = ctx.spec
         r = network.llm_ratios(
@@ -240,7 +206,6 @@ class Serving(WorkloadModel):
                        act_mult=1.0)  # fmt: skip
 
     def step(self, ctx: Lowering) -> ServingStep:
-        from dfsearch.cost import network
 
         r = network.llm_ratios(
             ctx.spec.system, ctx.shape,
@@ -288,7 +253,6 @@ class Serving(WorkloadModel):
 
     def network_issues(self, sink: IssueSink, system: System, workload: ServingWorkload) -> None:
         """As ``llm``: parallelism roles, sizes (free ones are searched), PP <= num_layer."""
-        from dfsearch.validate import check_searched_network
 
         check_searched_network(sink, system)
         _check_pipeline_depth(sink, system, workload)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """Speculative decoding for an ``llm_serving`` decode workload (docs/model.md, "Speculative
-decoding"): the ``[speculative]`` table, the expected tokens per verification step and the
-specs of its two steps.
+decoding"): the expected tokens per verification step and the specs of its two steps (the
+``[speculative]`` table is ``dfsearch.spec.Speculative``, its rules are in
+``dfsearch.validate``).
 
 A small draft model proposes K tokens per sequence (K draft decode steps), and the target
 model verifies them in ONE step that processes every proposed token against its KV cache
@@ -12,14 +13,14 @@ Python: no numpy, no numba (the search that composes the steps is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
-from dfsearch.codes import ServingPhase, SpeculativeScheme
-
-if TYPE_CHECKING:
-    from dfsearch.spec import SearchSettings, Spec, Workload
-    from dfsearch.validate import IssueSink
+from dfsearch.codes import ObjectiveKind, SpeculativeScheme
+from dfsearch.errors import SpecError
+from dfsearch.kernels.generators import GENERATORS, generate
+from dfsearch.spec import Spec, Speculative  # Speculative re-exported
+from dfsearch.validate import validate_spec
+from dfsearch.workloads import model_of
 
 __all__ = [
     "Speculative",
@@ -28,29 +29,7 @@ __all__ = [
     "verify_tokens",
     "draft_spec",
     "verify_spec",
-    "speculative_issues",
-    "MAX_WINDOW",
 ]
-
-#: the largest window K accepted (a tree verifies 2^K tokens)
-MAX_WINDOW = 16
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Speculative:
-    """``[speculative]`` (docs/spec.md): the draft model's dimensions, the window K, the
-    acceptance rate alpha and the scheme."""
-
-    hidden_dim: int
-    num_head: int
-    head_dim: int
-    num_layer: int
-    window: int  #: K: draft tokens proposed per verification step (tree: its depth)
-    acceptance_rate: float  #: alpha in (0, 1]: the chance that one draft token is accepted
-    scheme: SpeculativeScheme = SpeculativeScheme.SEQUENCE
-    num_kv_head: int | None = None  #: None: num_head
-    ffn_dim: int | None = None  #: None: 4 x hidden_dim
-    gated_ffn: int = 0
 
 
 def accept_probability(alpha: float, scheme: SpeculativeScheme) -> float:
@@ -116,13 +95,6 @@ def _require(spec: Spec) -> Speculative:
 def _derived(spec: Spec, fields: dict[str, object]) -> Spec:
     """The spec with workload ``fields`` replaced and the graph regenerated (``llm-serving``
     with every parameter from the workload), validated."""
-    from dataclasses import replace
-
-    from dfsearch.codes import ObjectiveKind
-    from dfsearch.kernels.generators import GENERATORS, generate
-    from dfsearch.validate import validate_spec
-    from dfsearch.workloads import model_of
-
     wl = replace(spec.workload, **fields)
     model = model_of(wl)
     params = {}
@@ -134,71 +106,5 @@ def _derived(spec: Spec, fields: dict[str, object]) -> Spec:
                   search=search, speculative=None)  # fmt: skip
     issues = validate_spec(out)
     if issues:
-        from dfsearch.errors import SpecError
-
         raise SpecError(issues, file="[speculative]")
     return out
-
-
-def speculative_issues(
-    sink: IssueSink,
-    sp: Speculative,
-    workload: Workload | None,
-    search: SearchSettings | None = None,
-) -> None:
-    """Rules of ``[speculative]`` (docs/spec.md): positive dimensions, num_head x head_dim =
-    hidden_dim, 1 <= window <= MAX_WINDOW, 0 < acceptance_rate <= 1, an ``llm_serving``
-    decode workload with a fixed batch, and a step-latency objective (``tpot`` or ``time``:
-    the plain decode it is compared with is the spec's own search)."""
-    from dfsearch.codes import ObjectiveKind, WorkloadKind
-
-    if search is not None and search.objective not in (ObjectiveKind.TPOT, ObjectiveKind.TIME):
-        sink.add("search.objective", "must be 'tpot' or 'time' with [speculative] (the speedup "
-                 "compares times per token). Got "
-                 f"{search.objective.label!r} instead.")  # fmt: skip
-
-    for f in ("hidden_dim", "num_head", "head_dim", "num_layer", "num_kv_head", "ffn_dim"):
-        if getattr(sp, f) is not None:
-            sink.ge(f"speculative.{f}", getattr(sp, f), 1)
-            sink.in_range(f"speculative.{f}", getattr(sp, f), (1, 2**24, ""))
-    if sp.gated_ffn not in (0, 1):
-        sink.add("speculative.gated_ffn", f"must be 0 or 1. Got {sp.gated_ffn} instead.")
-    if min(sp.num_head, sp.head_dim) >= 1 and sp.num_head * sp.head_dim != sp.hidden_dim:
-        sink.add("speculative.hidden_dim",
-                 "must equal speculative.num_head * speculative.head_dim = "
-                 f"{sp.num_head} * {sp.head_dim} = {sp.num_head * sp.head_dim}. "
-                 f"Got {sp.hidden_dim} instead.")  # fmt: skip
-    g = sp.num_kv_head
-    if g is not None and g >= 1 and sp.num_head >= 1 and sp.num_head % g:
-        sink.add(
-            "speculative.num_kv_head",
-            f"must divide speculative.num_head = {sp.num_head}. Got {g} instead.",
-        )
-    if not 1 <= sp.window <= MAX_WINDOW:
-        sink.add("speculative.window", f"must be in [1, {MAX_WINDOW}] (draft tokens per "
-                 f"verification step). Got {sp.window} instead.")  # fmt: skip
-    if not 0.0 < sp.acceptance_rate <= 1.0:
-        sink.add(
-            "speculative.acceptance_rate", f"must be in (0, 1]. Got {sp.acceptance_rate} instead."
-        )
-    if workload is None:
-        return
-    if workload.kind is not WorkloadKind.LLM_SERVING or workload.phase is not ServingPhase.DECODE:
-        got = workload.kind.label + (
-            f" {workload.phase.label}" if workload.kind is WorkloadKind.LLM_SERVING else ""
-        )
-        sink.add("speculative", "needs an llm_serving workload with phase = 'decode' "
-                 f"(speculative decoding speeds up generation). Got {got} instead.")  # fmt: skip
-        return
-    if workload.batch_size == 0:
-        sink.add(
-            "workload.batch_size",
-            "must be given (>= 1) with [speculative]: the draft "
-            "and verification steps serve the same batch. Got 0 (searched) instead.",
-        )
-    if workload.tokens_per_step != 1:
-        sink.add(
-            "workload.tokens_per_step",
-            "must be 1 with [speculative] (the verification "
-            f"step's tokens come from the window). Got {workload.tokens_per_step} instead.",
-        )

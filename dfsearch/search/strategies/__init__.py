@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from dfsearch.errors import SolverUnavailableError
 from dfsearch.search.strategies.assignment import CpSat, DPStrategy
 from dfsearch.search.strategies.base import (
     AssignmentStrategy,
@@ -102,8 +103,6 @@ def outer_strategy(name: str) -> OuterStrategy:
 
 def _available(strategy):
     if not strategy.available():
-        from dfsearch.errors import SolverUnavailableError
-
         needs = getattr(strategy, "requires", "an optional dependency")
         raise SolverUnavailableError(
             f"the search strategy {strategy.name!r} needs {needs}, which is not installed; "

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from dfsearch.cost.layout import Control, no_control
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -188,8 +190,6 @@ def control_array(
 ) -> np.ndarray:
     """A control array (``cost.layout.no_control()`` layout): a deadline in ``time.perf_counter``
     seconds, the evaluations a search may spend and the stop flag that Ctrl-C sets."""
-    from dfsearch.cost.layout import Control, no_control
-
     control = no_control()
     control[Control.DEADLINE] = deadline
     control[Control.MAX_EVALS] = max_evaluations
@@ -199,22 +199,16 @@ def control_array(
 
 def stop_requested(control: np.ndarray) -> bool:
     """True when the control array's stop flag is set or its deadline has passed."""
-    from dfsearch.cost.layout import Control
-
     return bool(control[Control.FLAG] != 0.0 or time.perf_counter() > control[Control.DEADLINE])
 
 
 def evaluation_allowance(control: np.ndarray) -> float:
     """The evaluations the current search may spend (inf = no limit)."""
-    from dfsearch.cost.layout import Control
-
     return float(control[Control.MAX_EVALS])
 
 
 def seconds_left(control: np.ndarray) -> float:
     """Seconds until the control array's deadline (inf = none)."""
-    from dfsearch.cost.layout import Control
-
     deadline = float(control[Control.DEADLINE])
     return deadline - time.perf_counter() if math.isfinite(deadline) else math.inf
 

@@ -1,0 +1,93 @@
+"""One point of a study: what a worker gets (``Task``), the search it runs and the metric
+cells of its row (``run_point``), and the digest that ties a row to its point's spec and
+seed. Shared by every way a sweep runs its points (``runner``: in process or a pool;
+``distributed``: Dask; ``nsga``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dfsearch.loader import spec_to_data
+from dfsearch.plan import run
+from dfsearch.spec import Spec
+
+__all__ = ["Task", "CTRL_C", "run_point", "point_digest", "roofline_cells"]
+
+#: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
+CTRL_C = "ctrl_c"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What a worker needs for one point."""
+
+    point: int
+    spec: Spec
+    seed: int
+
+
+def point_digest(spec: Spec, seed: int) -> str:
+    """A short digest of a point's spec (every field, the graph too) and seed."""
+    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_point(task: Task) -> dict[str, Any]:
+    """Search one point and return its metric cells (the worker function)."""
+    result = run(task.spec, seed=task.seed)
+    row = _metrics(result)
+    if result.search.stopped_by == "interrupted":
+        row[CTRL_C] = True  # Ctrl-C came during this point (the row may still be complete)
+    if result.evaluation is not None:
+        row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
+    return row
+
+
+def roofline_cells(ev: Any, link_bw_GBps: float) -> dict[str, float]:
+    """One chip during one execution of the graph (its configurations in turn, without the
+    pipeline bubble and the once-per-batch p2p): the time T (``all_config_ii_ns``), the FLOP
+    done, the DRAM bytes moved (memory time x DRAM bandwidth) and the network time as bytes
+    over one link of the first dimension (network time x its bandwidth). The FLOP are the
+    chip's share of the batch divided by the graph executions per batch,
+    E = (ns_per_batch - p2p) / (T x pipeline factor). Since T sums max(compute, memory,
+    network) per configuration, FLOP / T <= min(peak, FLOP / bytes x bandwidth): the point of
+    a hierarchical roofline lies under both roofs."""
+    t = ev.all_config_ii_ns
+    executions = (ev.ns_per_batch - ev.p2p_ns) / (t * ev.pipeline_factor) if t > 0 else 0.0
+    flop = ev.workload_flop / ev.num_chip / executions if executions > 0 else 0.0
+    return {
+        "all_config_ii_ns": t, "flop_per_chip": flop,
+        "dram_bytes_per_chip": sum(c.memory_ns for c in ev.configs) * ev.dram_bw_GBps,
+        "network_bytes_per_chip": sum(c.network_ns for c in ev.configs) * link_bw_GBps,
+        "peak_gflops": ev.peak_gflops, "dram_bw_GBps": ev.dram_bw_GBps, "link_bw_GBps": link_bw_GBps,
+    }  # fmt: skip
+
+
+def _metrics(result: Any) -> dict[str, Any]:
+    s = result.search
+    row: dict[str, Any] = {
+        "status": result.status.label, "lower_bound_s": s.lower_bound_s,
+        "evaluations": s.evaluations, "seconds": s.seconds, "seed": s.seed,
+        **result.headline(),  # the plan's own figures (result.HEADLINE), as in the JSON
+    }  # fmt: skip
+    ev = result.evaluation
+    if ev is None:
+        row["message"] = result.violations[0].message() if result.violations else result.infeasible_message().splitlines()[0]
+        return row
+    gflops = ev.workload_flop / ev.final_s / 1e9
+    row |= {
+        "final_s": ev.final_s, "throughput_per_s": 1.0 / ev.final_s, "utilization": ev.utilization,
+        "system_cost": ev.price.system_cost, "system_power": ev.price.system_power,
+        "cost_efficiency": gflops / ev.price.system_cost if ev.price.system_cost > 0 else None,
+        "power_efficiency": gflops / ev.price.system_power if ev.price.system_power > 0 else None,
+        "tp": ev.tp, "pp": ev.pp, "dp": ev.dp, "num_config": len(ev.configs),
+        "compute_ns": sum(c.compute_ns for c in ev.configs),
+        "memory_ns": sum(c.memory_ns for c in ev.configs),
+        "network_ns": sum(c.network_ns for c in ev.configs),
+    }  # fmt: skip
+    lb = s.lower_bound_s
+    row["gap"] = max(0.0, ev.final_s / lb - 1.0) if lb else None
+    return row
