@@ -66,6 +66,7 @@ from dfsearch.spec import (
     Kernel,
     Memory,
     NetworkDim,
+    Quirks,
     SearchSettings,
     Spec,
     Speculative,
@@ -88,7 +89,10 @@ __all__ = [
     "spec_to_data",
 ]
 
-_TOP = ("workload", "graph", "system", "cost", "execution", "search", "training", "speculative")
+_TOP = (
+    "workload", "graph", "system", "cost", "execution", "search", "training", "speculative",
+    "quirks",
+)
 _GRAPH_MODES = ("generator", "include", "kernels")
 
 
@@ -489,6 +493,7 @@ def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
     }
     if "speculative" in data:
         parts["speculative"] = _read_simple(r, Speculative, data["speculative"], "speculative")
+    quirks = _read_simple(r, Quirks, data.get("quirks", {}), "quirks")
     graph = None
     if "graph" in data:
         w, e = parts["workload"], parts["execution"]
@@ -501,7 +506,7 @@ def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         order = {k: i for i, k in enumerate(data)}
         issues.sort(key=lambda i: order.get(_head(i.path), -1))
         raise SpecError(issues, file=file)
-    return Spec(**parts)
+    return Spec(**parts, quirks=quirks)
 
 
 def _head(path: str) -> str:

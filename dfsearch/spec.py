@@ -27,6 +27,7 @@ from dfsearch.codes import (
     Recompute,
     Topology,
 )
+from dfsearch.cost.quirks import Quirks  # re-exported: the spec's [quirks] table
 from dfsearch.workloads import (  # re-exported: each kind's module defines its dataclass
     DLRMWorkload,
     FFTWorkload,
@@ -56,6 +57,7 @@ __all__ = [
     "ServingWorkload",
     "Workload",
     "Speculative",
+    "Quirks",
     "SearchSettings",
     "OUTER_STRATEGY_NAMES",
     "ASSIGNMENT_STRATEGY_NAMES",
@@ -350,6 +352,9 @@ class Spec:
     speculative: Speculative | None = None  #: ``[speculative]`` (llm_serving decode only)
     #: the graph is one piece of a pipeline stage (``search/stages.py`` only)
     piece: StagePiece | None = None
+    #: ``[quirks]``: DFModel's number-changing behaviours in effect (docs/spec.md); every
+    #: part of the model reads them from here
+    quirks: Quirks = Quirks()
 
     @property
     def num_copy(self) -> int:

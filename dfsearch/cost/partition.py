@@ -164,14 +164,13 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
     """The ``PartitionProblem`` of the spec's graph on ``shape`` (module docstring), and the per-kernel parts of its weights (for the report)."""
     from dfsearch.codes import Collective
     from dfsearch.cost import network
-    from dfsearch.cost.quirks import Quirks
     from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 
     sysm, ex = spec.system, spec.execution
     grp = network.groups(sysm, shape, placement)
     # DFModel's inter-chip pass: flat TP ratios (no HBD, no reduce-scatter + all-gather)
     r = network.llm_ratios(replace(sysm, hbd=0), shape, separate_rs_ag_for_ar=False,
-                           quirks=Quirks(), placement=placement)  # fmt: skip
+                           quirks=spec.quirks, placement=placement)  # fmt: skip
     ratio = r.all_reduce + r.all_to_all + r.all_gather
     kernels = spec.graph.kernels
     st = GraphStructure.of(spec.graph)

@@ -401,7 +401,9 @@ class _Shards:
     sN: list[int]
 
 
-def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> RefResult:
+def reference_evaluate(
+    spec: Spec, decision: Decision, *, quirks: Quirks | None = None
+) -> RefResult:
     """Evaluate one decision with DFModel's equations, naively.
 
     Parameters
@@ -411,8 +413,8 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     decision : Decision
         Shape, sharding, micro-batch size, tile count, configuration of every kernel and
         optional fixed core allocation.
-    quirks : Quirks
-        DFModel quirk switches (docs/model.md).
+    quirks : Quirks, optional
+        DFModel quirk switches (docs/model.md); None: the spec's ``quirks``.
 
     Returns
     -------
@@ -426,7 +428,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     ValueError
         If the decision's lengths do not match the spec.
     """
-    case = _case(spec, decision, quirks)
+    case = _case(spec, decision, spec.quirks if quirks is None else quirks)
     # a failed result carries the extras of the steps it passed
     extra: dict = {"workload_flop": spec.graph.flop * case.layers * case.gb}
     try:

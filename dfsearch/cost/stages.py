@@ -201,9 +201,7 @@ def batch_ns(times: list[float], micro_batches: int, beta: float, p2p_ns: float)
 
 def bubble(spec: Spec, per_stage: int, pp: int) -> float:
     """beta: 1, or under the bubble quirk 1 / max(model layers per stage - 1, 1)."""
-    from dfsearch.cost.quirks import Quirks
-
-    if pp <= 1 or not Quirks().bubble_over_layers_per_stage:
+    if pp <= 1 or not spec.quirks.bubble_over_layers_per_stage:
         return 1.0
     return 1.0 / max(per_stage * spec.workload.num_layer_in_graph - 1, 1)
 
@@ -358,12 +356,11 @@ class StageModel:
         """What a cut at cut point i (1-based; 0: none) adds to the batch's p2p: its bytes
         over the pp dimension's link, at the p2p ns per byte of the pipeline's own term."""
         from dfsearch.cost import network
-        from dfsearch.cost.quirks import Quirks
 
         if i == 0 or self.pp <= 1:
             return 0.0
         d = self.lay.decision
-        r = network.llm_ratios(self.spec.system, d.shape, quirks=Quirks(), placement=d.placement,
+        r = network.llm_ratios(self.spec.system, d.shape, quirks=self.spec.quirks, placement=d.placement,
                                separate_rs_ag_for_ar=self.spec.execution.separate_rs_ag_for_ar)  # fmt: skip
         return r.p2p * self.cut_points[i - 1].cut_bytes
 

@@ -286,13 +286,12 @@ def _sharding(
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]
     from dfsearch.cost import network
-    from dfsearch.cost.quirks import Quirks
     from dfsearch.search.sharding import solve_spec_sharding
 
     # the sharding depends on the shape only through the TP degree and TP collective ratios
     ratios = network.llm_ratios(
         spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-        quirks=Quirks(), placement=placement,
+        quirks=spec.quirks, placement=placement,
     )  # fmt: skip
     key = (network.groups(spec.system, shape, placement).tp, ratios.all_reduce,
            ratios.all_gather, ratios.all_to_all, num_tile)  # fmt: skip

@@ -253,12 +253,11 @@ def solve_spec_sharding(
     per-tile compute + collective time at this TP degree."""
     from dfsearch.cost import network
     from dfsearch.cost.lower import shard_dims
-    from dfsearch.cost.quirks import Quirks
 
     sysm, ex = spec.system, spec.execution
     grp = network.groups(sysm, shape, placement)
     r = network.llm_ratios(
-        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=Quirks(),
+        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=spec.quirks,
         placement=placement,
     )  # fmt: skip
     peak = sysm.accelerator.peak_gflops

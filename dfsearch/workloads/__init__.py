@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dfsearch.codes import WorkloadKind
-from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
+from dfsearch.workloads.base import Batch, Lowering, NetworkNeeds, NetworkTerms, WorkloadModel
 from dfsearch.workloads.dlrm import DLRM, DLRMWorkload
 from dfsearch.workloads.fft import FFT, FFTWorkload
 from dfsearch.workloads.hpl import HPL, HPLWorkload
@@ -36,6 +36,7 @@ __all__ = [
     "Batch",
     "Lowering",
     "NetworkTerms",
+    "NetworkNeeds",
     "LLMWorkload",
     "DLRMWorkload",
     "HPLWorkload",

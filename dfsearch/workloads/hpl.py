@@ -7,8 +7,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Dim, WorkloadKind
-from dfsearch.workloads.base import DramUse, Lowering, NetworkTerms, WorkloadModel
+from dfsearch.codes import Collective, Dim, NetworkTerm, WorkloadKind
+from dfsearch.workloads.base import (
+    CollectiveNeed,
+    DramUse,
+    Lowering,
+    NetworkNeeds,
+    WorkloadModel,
+)
 
 if TYPE_CHECKING:
     from dfsearch.spec import Execution, Kernel, Spec
@@ -52,21 +58,23 @@ class HPL(WorkloadModel):
         kk = kernel.k if kernel.kind.has_k else 1
         return -(-kernel.rows // x), -(-kk // y), kernel.n
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
+    def network(self, ctx: Lowering) -> NetworkNeeds:
         """The broadcast on dimension 1 (X > 1) and the point-to-point on dimension 0
-        (Y > 1), both communication bytes per chip of the grid line."""
+        (Y > 1), both communication bytes per chip of the grid line, charged on that
+        dimension's channel."""
         from dfsearch.cost.network import hpl_grid
 
         x, y = hpl_grid(ctx.shape)
-        bws = [d.link_bw_GBps for d in ctx.spec.system.network]
-        chan = [[0.0, 0.0, 0.0] for _ in ctx.spec.graph.kernels]
+        needs = []
         for i, k in enumerate(ctx.spec.graph.kernels):
             if k.communication is Collective.BROADCAST and x > 1:
-                chan[i][1] = k.communication_bytes / x / bws[1]
+                needs.append(CollectiveNeed(Collective.BROADCAST, k.communication_bytes / x, 1,
+                                            NetworkTerm.CHANNEL, i))  # fmt: skip
             if k.communication2 is Collective.POINT_TO_POINT and y > 1:
                 # DFModel reads communication_size here, not communication_size_2
-                chan[i][0] = k.communication_bytes / y / bws[0]
-        return NetworkTerms(channel_ns=chan)
+                needs.append(CollectiveNeed(Collective.POINT_TO_POINT,
+                                            k.communication_bytes / y, 0, NetworkTerm.CHANNEL, i))  # fmt: skip
+        return NetworkNeeds(tuple(needs))
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """This chip's share of the n x n matrix; no activations."""
