@@ -3,6 +3,7 @@
 
 from dfsearch.system.kinds import (
     KINDS,
+    MAX_GRID_DIMS,
     FullyConnected,
     Mesh,
     Ring,
@@ -25,4 +26,5 @@ __all__ = [
     "network_name",
     "allowed_network",
     "dfmodel_variant",
+    "MAX_GRID_DIMS",
 ]

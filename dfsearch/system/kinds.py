@@ -40,6 +40,7 @@ __all__ = [
     "network_name",
     "allowed_network",
     "dfmodel_variant",
+    "MAX_GRID_DIMS",
 ]
 
 
@@ -286,9 +287,25 @@ def network_name(topologies: Sequence[Topology]) -> str:
     return "_".join(KINDS[t].short for t in topologies)
 
 
+#: most dimensions of a grid (every dimension direct): DFModel's bisection multipliers of a
+#: grid's dimensions exist for 2 and 3 dimensions only (docs/model.md, Network topologies)
+MAX_GRID_DIMS = 3
+
+
 def allowed_network(topologies: Sequence[Topology]) -> bool:
     """True when the dimensions form one of DFModel's variants once every kind is replaced by
-    the DFModel kind it stands for (a mesh may stand wherever a ring can)."""
+    the DFModel kind it stands for (a mesh may stand wherever a ring can); a network of more
+    than ``MAX_GRID_DIMS`` dimensions (none of DFModel's) may mix any kinds, as long as it is
+    hierarchical (some dimension not direct: dimension j joins the groups below it, and every
+    formula holds for any number of dimensions).
+
+    >>> allowed_network((Topology.RING, Topology.RING, Topology.SWITCH, Topology.SWITCH))
+    True
+    >>> allowed_network((Topology.RING,) * 4)
+    False
+    """
+    if len(topologies) > MAX_GRID_DIMS:
+        return not all(KINDS[t].direct for t in topologies)
     return tuple(KINDS[t].stands_for for t in topologies) in TOPOLOGY_VARIANTS.values()
 
 

@@ -233,12 +233,13 @@ def a2a_factors(
 
 
 def hpl_grid(shape: tuple[int, ...]) -> tuple[int, int]:
-    """HPL process grid X x Y: 1D (1, s0); 2D (s0, s1); 3D (s0*s1, s2)."""
-    if len(shape) == 1:
-        return 1, shape[0]
-    if len(shape) == 2:
-        return shape[0], shape[1]
-    return shape[0] * shape[1], shape[2]
+    """HPL process grid X x Y: X the chips of every dimension but the last, Y the last's:
+    1D (1, s0); 2D (s0, s1); 3D (s0*s1, s2); N-D (s0*...*s(N-2), s(N-1)).
+
+    >>> hpl_grid((8,)), hpl_grid((2, 4)), hpl_grid((2, 3, 4)), hpl_grid((2, 2, 2, 2))
+    ((1, 8), (2, 4), (6, 4), (8, 2))
+    """
+    return math.prod(shape[:-1]), shape[-1]
 
 
 # --------------------------------------------------------------------------- experts (MoE)
