@@ -43,6 +43,7 @@ from typing import Any
 from dfsearch.codes import Dim, ExecutionStyle, Phase
 from dfsearch.placement import Placement
 from dfsearch.spec import Spec
+from dfsearch.system.fabric import Fabric
 
 __all__ = ["Partition", "PartitionPlan", "PartitionProblem", "is_partitioned", "partition_problem",
            "plan_of", "kept_spec", "partition_flop"]
@@ -163,14 +164,12 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
                       sharding: tuple[Dim, ...]) -> tuple[Any, dict[str, Any]]:
     """The ``PartitionProblem`` of the spec's graph on ``shape`` (module docstring), and the per-kernel parts of its weights (for the report)."""
     from dfsearch.codes import Collective
-    from dfsearch.cost import network
     from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 
     sysm, ex = spec.system, spec.execution
-    grp = network.groups(sysm, shape, placement)
     # DFModel's inter-chip pass: flat TP ratios (no HBD, no reduce-scatter + all-gather)
-    r = network.llm_ratios(replace(sysm, hbd=0), shape, separate_rs_ag_for_ar=False,
-                           quirks=spec.quirks, placement=placement)  # fmt: skip
+    fabric = Fabric.build(replace(sysm, hbd=0), tuple(shape), placement, spec.quirks)
+    grp, r = fabric.groups(), fabric.ratios()
     ratio = r.all_reduce + r.all_to_all + r.all_gather
     kernels = spec.graph.kernels
     st = GraphStructure.of(spec.graph)

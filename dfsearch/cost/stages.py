@@ -355,13 +355,12 @@ class StageModel:
     def cut_p2p_ns(self, i: int) -> float:
         """What a cut at cut point i (1-based; 0: none) adds to the batch's p2p: its bytes
         over the pp dimension's link, at the p2p ns per byte of the pipeline's own term."""
-        from dfsearch.cost import network
+        from dfsearch.system.fabric import Fabric
 
         if i == 0 or self.pp <= 1:
             return 0.0
         d = self.lay.decision
-        r = network.llm_ratios(self.spec.system, d.shape, quirks=self.spec.quirks, placement=d.placement,
-                               separate_rs_ag_for_ar=self.spec.execution.separate_rs_ag_for_ar)  # fmt: skip
+        r = Fabric.of(self.spec, d.shape, d.placement).ratios()
         return r.p2p * self.cut_points[i - 1].cut_bytes
 
     def _max_runs(self, s: int, b: int, a: int) -> int:

@@ -285,16 +285,14 @@ def _sharding(
         return tuple(Dim.NO for _ in kernels)
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]
-    from dfsearch.cost import network
     from dfsearch.search.sharding import solve_spec_sharding
+    from dfsearch.system.fabric import Fabric
 
     # the sharding depends on the shape only through the TP degree and TP collective ratios
-    ratios = network.llm_ratios(
-        spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-        quirks=spec.quirks, placement=placement,
-    )  # fmt: skip
-    key = (network.groups(spec.system, shape, placement).tp, ratios.all_reduce,
-           ratios.all_gather, ratios.all_to_all, num_tile)  # fmt: skip
+    fabric = Fabric.of(spec, shape, placement)
+    ratios = fabric.ratios()
+    key = (fabric.groups().tp, ratios.all_reduce, ratios.all_gather, ratios.all_to_all,
+           num_tile)  # fmt: skip
     if key not in cache:
         cache[key] = solve_spec_sharding(spec, shape, num_tile, placement).sharding
     return cache[key]

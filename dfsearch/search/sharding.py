@@ -251,15 +251,12 @@ def solve_spec_sharding(
     """Sharding of an LLM spec for one shape, tile count and parallelism placement (None:
     the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
     per-tile compute + collective time at this TP degree."""
-    from dfsearch.cost import network
     from dfsearch.cost.lower import shard_dims
+    from dfsearch.system.fabric import Fabric
 
     sysm, ex = spec.system, spec.execution
-    grp = network.groups(sysm, shape, placement)
-    r = network.llm_ratios(
-        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=spec.quirks,
-        placement=placement,
-    )  # fmt: skip
+    fabric = Fabric.of(spec, shape, placement)  # the spec's quirks, as lowering prices them
+    grp, r = fabric.groups(), fabric.ratios()
     peak = sysm.accelerator.peak_gflops
     rate = (ex.compute_util or 1.0) * peak
     word = ex.word_bytes
