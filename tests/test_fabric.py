@@ -21,11 +21,14 @@ from dfsearch.codes import Collective, Dim, Parallelism, Status, Topology
 from dfsearch.cost.lower import Outer, effective_num_config, lower
 from dfsearch.cost.price import price
 from dfsearch.cost.quirks import Quirks
+from dfsearch.cost.reference import reference_evaluate
 from dfsearch.cost.stages import bubble
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec
+from dfsearch.spec import NetworkDim
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.ratios import hpl_grid
+from dfsearch.validate import validate_spec
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "dfsearch" / "examples"
@@ -238,6 +241,9 @@ def test_a_four_dimension_network_validates_lowers_and_searches():
     # fourth dimension's (the evaluator keeps every dimension's channel)
     net = next(c.network_ns for c in ev.configs if spec.graph.kernels[k].name in c.kernels)
     assert _rel(net, max(want)) and max(want) == want[3]
+    # the pure-Python twin composes the four dimensions on its own and agrees
+    ref = reference_evaluate(spec, ev.decision)
+    assert _rel(ref.final_ns, ev.final_ns)
 
 
 def test_a_grid_of_four_dimensions_is_refused_with_the_rule():
@@ -246,5 +252,25 @@ def test_a_grid_of_four_dimensions_is_refused_with_the_rule():
         load_toml_spec(text, file="grid4.toml", base_dir=EXAMPLES)
 
 
-def test_hpl_process_grid_extends_to_n_dimensions():
+def test_hpl_on_four_dimensions_uses_the_n_dimension_process_grid():
+    """X = 2 x 2 x 2 = 8 rows of the process grid, Y = 2 (the last dimension); the broadcast
+    of each row goes over dimension 1, the row swaps over dimension 0."""
     assert hpl_grid((2, 2, 2, 2)) == (8, 2)
+    spec = dfsearch.load(EXAMPLES / "hpl_576gpu.toml")
+    bws = (100.0, 50.0, 25.0, 10.0)
+    kinds = (Topology.RING, Topology.RING, Topology.SWITCH, Topology.SWITCH)
+    net = tuple(NetworkDim(topology=t, size=2, link_bw_GBps=b) for t, b in zip(kinds, bws))
+    spec = replace(spec, system=replace(spec.system, num_chip=16, network=net),
+                   cost=replace(spec.cost, link_power_J_per_GB=(0.01,) * 4))  # fmt: skip
+    assert validate_spec(spec) == []
+    problem = lower(spec, Outer((2, 2, 2, 2), tuple(Dim.NO for _ in spec.graph.kernels), 1, 1,
+                                effective_num_config(spec)))  # fmt: skip
+    for i, k in enumerate(spec.graph.kernels):
+        row = problem.kernels.channel_ns[i]
+        want_bc = k.communication_bytes / 8 / bws[1] if k.communication is Collective.BROADCAST else 0.0
+        want_p2p = (k.communication_bytes / 2 / bws[0]
+                    if k.communication2 is Collective.POINT_TO_POINT else 0.0)  # fmt: skip
+        assert (row[0], row[1], row[2], row[3]) == (want_p2p, want_bc, 0.0, 0.0)
+    ev = dfsearch.run(spec).evaluation
+    assert ev.status is Status.OK
+    assert _rel(reference_evaluate(spec, ev.decision).final_ns, ev.final_ns)

@@ -636,8 +636,12 @@ def _shard_dims(case: _Case) -> _Shards:
             hpl_x, hpl_y = 1, shape[0]
         elif len(shape) == 2:
             hpl_x, hpl_y = shape[0], shape[1]
-        else:
+        elif len(shape) == 3:
             hpl_x, hpl_y = shape[0] * shape[1], shape[2]
+        else:  # more dimensions (dfsearch only): X = every dimension but the last
+            hpl_x, hpl_y = 1, shape[-1]
+            for s in shape[:-1]:
+                hpl_x *= s
 
     def group(d: Dim) -> Dim:
         return Dim.M if d is Dim.OUTER else d
