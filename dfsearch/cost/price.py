@@ -1,5 +1,6 @@
 """System cost and static power. Depends only on the shape and the DRAM
-bandwidth in effect, never on the rest of the mapping.
+bandwidth in effect, never on the rest of the mapping. The network's share (links and switch
+ports) is the fabric's (``dfsearch.system.network_cost``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from dfsearch.cost.quirks import Quirks
 from dfsearch.spec import Spec
-from dfsearch.system.network_cost import link_switch_counts
+from dfsearch.system.network_cost import link_switch_counts, network_price
 
 __all__ = ["Price", "link_switch_counts", "price"]
 
@@ -35,21 +36,9 @@ def price(
     quirks = spec.quirks if quirks is None else quirks
     sysm, c = spec.system, spec.cost
     n = sysm.num_chip
-    copies = spec.num_copy
-    nc = n // copies
-    topologies = tuple(d.topology for d in sysm.network)
-    links, ports = link_switch_counts(topologies, shape, n, quirks)
-    bws = [d.link_bw_GBps for d in sysm.network]
-    link_cost = sum(nl * bw * c.link_price_per_GBps for nl, bw in zip(links, bws))
-    switch_cost = sum(ns * bw * c.switch_price_per_GBps for ns, bw in zip(ports, bws))
-    link_power = sum(nl * bw * c.link_power(i) for i, (nl, bw) in enumerate(zip(links, bws)))
-    switch_power = sum(ns * bw * c.switch_power_J_per_GB for ns, bw in zip(ports, bws))
-    link_on = not (quirks.cost_thresholds and nc == 1)
-    switch_on = not (quirks.cost_thresholds and nc <= 4)
-    link_cost = copies * link_cost if link_on else 0.0
-    link_power = copies * link_power if link_on else 0.0
-    switch_cost = copies * switch_cost if switch_on else 0.0
-    switch_power = copies * switch_power if switch_on else 0.0
+    net = network_price(sysm, c, shape, spec.num_copy, quirks)
+    link_cost, switch_cost = net.link_cost, net.switch_cost
+    link_power, switch_power = net.link_power, net.switch_power
     dram_cost = n * dram_bw * c.dram_price_per_GBps
     chip_cost = n * c.chip_price
     dram_power = n * dram_bw * c.dram_power_J_per_GB

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 from dfsearch.codes import Collective, Equations, Parallelism
 from dfsearch.cost.quirks import Quirks
 from dfsearch.system import ratios as per_byte
-from dfsearch.system.network_cost import link_switch_counts
+from dfsearch.system.network_cost import NetworkPrice, link_switch_counts, network_price
 from dfsearch.system.placement import Placement, fixed_placement
 
 if TYPE_CHECKING:
-    from dfsearch.spec import Spec, System
+    from dfsearch.spec import Cost, Spec, System
 
 __all__ = ["Fabric", "Group"]
 
@@ -117,6 +117,10 @@ class Fabric:
         """Links and switch ports of each dimension of one copy (system cost and power)."""
         topologies = tuple(d.topology for d in self.system.network)
         return link_switch_counts(topologies, self.shape, self.system.num_chip, self.quirks)
+
+    def network_price(self, cost: Cost, copies: int) -> NetworkPrice:
+        """Link and switch cost and static power of the whole system (``copies`` copies)."""
+        return network_price(self.system, cost, self.shape, copies, self.quirks)
 
     # ------------------------------------------------------------------ collectives
     def collective_time_ns(
