@@ -27,6 +27,7 @@ from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec
 from dfsearch.spec import NetworkDim
 from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Part, Placement
 from dfsearch.system.ratios import hpl_grid
 from dfsearch.validate import validate_spec
 
@@ -274,3 +275,19 @@ def test_hpl_on_four_dimensions_uses_the_n_dimension_process_grid():
     ev = dfsearch.run(spec).evaluation
     assert ev.status is Status.OK
     assert _rel(reference_evaluate(spec, ev.decision).final_ns, ev.final_ns)
+
+
+def test_tp_and_dp_groups_on_a_four_dimension_network():
+    """ring 2 x ring 2 x switch 2 x switch 2 with TP on dimension 2 (a switch of 2 at
+    25 GB/s) and DP on dimension 3 (a switch of 2 at 10 GB/s): the TP all-gather is
+    (2-1)/(2 x 25) ns per byte, the gradient all-reduce 2 (2-1)/(2 x 10) (a switch doubles
+    it when the execution runs reduce-scatter + all-gather)."""
+    spec = load_toml_spec(FFT_4D, file="fft4.toml", base_dir=EXAMPLES)
+    pl = Placement(((), (), (Part(Parallelism.TP, 2),), (Part(Parallelism.DP, 2),)))
+    fab = Fabric.build(spec.system, (2, 2, 2, 2), pl, Quirks(), separate_rs_ag_for_ar=True)
+    g = fab.groups()
+    assert (g.tp, g.pp, g.dp, g.tp_dim, g.dp_dim) == (2, 1, 2, 2, 3)
+    tp = fab.collective_time_ns(Collective.ALL_GATHER, 1.0e6, Parallelism.TP)
+    assert _rel(tp, 1 / (2 * 25.0) * 1.0e6)
+    dp = fab.collective_time_ns(Collective.ALL_REDUCE_PERIODIC, 1.0e6, Parallelism.DP)
+    assert _rel(dp, 2 * 1 / (2 * 10.0) * 1.0e6)
