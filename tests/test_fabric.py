@@ -291,3 +291,17 @@ def test_tp_and_dp_groups_on_a_four_dimension_network():
     assert _rel(tp, 1 / (2 * 25.0) * 1.0e6)
     dp = fab.collective_time_ns(Collective.ALL_REDUCE_PERIODIC, 1.0e6, Parallelism.DP)
     assert _rel(dp, 2 * 1 / (2 * 10.0) * 1.0e6)
+
+
+def test_the_fabric_package_imports_only_data_modules_and_itself():
+    """dfsearch/system/ sits under the workloads, the cost model and the search: it imports
+    (outside ``if TYPE_CHECKING:``) only ``codes``, ``cost.quirks`` and its own modules, so it
+    can never join an import cycle."""
+    from test_architecture import import_graph
+
+    edges, _ = import_graph()
+    allowed = {"codes", "cost.quirks", "cost"}
+    for module, targets in edges.items():
+        if module == "system" or module.startswith("system."):
+            outside = {t for t in targets if t not in allowed and not t.startswith("system")}
+            assert outside == set(), (module, outside)
