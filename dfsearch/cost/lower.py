@@ -226,7 +226,7 @@ def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
     if spec.piece is not None:  # one piece of a pipeline stage runs piece.runs times in it
         batch = replace(batch, stage_runs=spec.piece.runs)
     return Lowering(
-        spec=spec, outer=outer, quirks=spec.quirks, groups=grp,
+        spec=spec, outer=outer, groups=grp,
         batch=batch, sharding=sharding, num_tile=t, dims=dims,
         structure=GraphStructure.of(spec.graph),
         chips_per_copy=spec.system.num_chip // spec.num_copy, fabric=fabric,

@@ -136,7 +136,6 @@ class Lowering:
 
     spec: Spec
     outer: Outer
-    quirks: Quirks
     groups: Groups
     batch: Batch
     sharding: tuple[Dim, ...]  #: inter-chip sharding of every kernel (Dim.NO: replicated)
@@ -150,6 +149,11 @@ class Lowering:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.outer.shape
+
+    @property
+    def quirks(self) -> Quirks:
+        """The spec's quirks (the fabric prices the network under the same ones)."""
+        return self.spec.quirks
 
     @property
     def word(self) -> int:
