@@ -57,7 +57,7 @@ class Outer:
     micro_batch_size: int
     num_tile: int
     num_config: int
-    #: what each dimension carries (``dfsearch.placement``); None: the spec's fixed roles
+    #: what each dimension carries (``dfsearch.system.placement``); None: the spec's fixed roles
     placement: Placement | None = None
 
 

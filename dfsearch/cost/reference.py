@@ -125,7 +125,7 @@ def _fail(status: Status, violation: float, **extra: object) -> RefResult:
 
 # --------------------------------------------------------------------------- ratios
 # DFModel's kinds (ring, switch, fc) and variants are written out here, independently of
-# dfsearch.topology and dfsearch.cost.network; kinds DFModel lacks (mesh) take their
+# dfsearch.system (kinds, ratios, fabric); kinds DFModel lacks (mesh) take their
 # per-dimension formulas from their registered kind object, composed naively below.
 def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
     """ALL_REDUCE / ALL_GATHER / ALL_REDUCE_PERIODIC ratio, ns per byte."""
