@@ -225,6 +225,7 @@ def replace_field(spec: Spec, path: str, value: Any) -> Spec:
     dfsearch.errors.SpecError: Spec.replace: system.network[0].link_bw_GBps must be > 0... Got 0 instead.
     """
     data = spec_to_data(spec)
+    data.setdefault("quirks", {})  # left out when default; a path may still name it
     _put(data, _split_path(path), spec_to_data(value), path)
     return spec_from_data(data, file=_REPLACE, base_dir=Path("."))
 
@@ -245,6 +246,8 @@ def spec_to_data(value: Any) -> Any:
             out[f.name] = "auto" if auto else spec_to_data(v)
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
+            if value.quirks.is_default:  # as a file without [quirks] (study digests keep)
+                del out["quirks"]
         return out
     if isinstance(value, enum.Enum):
         return value.label

@@ -24,7 +24,7 @@ from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.reference import reference_evaluate
 from dfsearch.cost.stages import bubble
 from dfsearch.io.toml_writer import spec_to_toml
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_toml_spec, spec_to_data
 from dfsearch.spec import NetworkDim
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Part, Placement
@@ -130,6 +130,11 @@ def test_quirks_round_trip_through_toml():
     back = load_toml_spec(spec_to_toml(spec), file="b.toml", base_dir=EXAMPLES)
     assert back.quirks == spec.quirks == Quirks(p2p_without_pipeline=True,
                                                 ring_two_switch_ports=False)
+    # the data of a spec (study digests) names [quirks] only when a switch is flipped, so a
+    # spec without the table keeps the data it had before specs held quirks
+    assert "quirks" not in spec_to_data(_gpt())
+    assert spec_to_data(spec)["quirks"]["p2p_without_pipeline"] is True
+    assert _gpt().replace("quirks.cost_thresholds", False).quirks == Quirks(cost_thresholds=False)
 
 
 def test_search_time_helpers_read_the_spec_quirks():
