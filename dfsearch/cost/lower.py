@@ -21,16 +21,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dfsearch.codes import ComputeType, Dim, Equations, ExecutionStyle, KernelKind
-from dfsearch.cost import network
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
 from dfsearch.pins import fwd_bwd_bounds  # re-exported
-from dfsearch.placement import Placement
 from dfsearch.spec import AUTO, Spec
 from dfsearch.system.collectives import price_needs
 from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
+from dfsearch.system.ratios import experts_per_chip
 from dfsearch.validate import MAX_KERNEL_WORK
 from dfsearch.workloads import Lowering, NetworkTerms, WorkloadModel, model_of
 from dfsearch.workloads.base import ServingStep
@@ -277,7 +277,7 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
             k_tc.append(flop * mult / rate)
         is_w = k.kind is KernelKind.GEMM_WEIGHT
         wbytes = float(sm) * sk * ex.word_bytes if is_w else 0.0
-        wbytes *= network.experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP experts
+        wbytes *= experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP experts
         weight_total += wbytes
         k_isw.append(1 if is_w else 0)
         k_wsram.append(0.0 if (k.skip_weight or not is_w) else wbytes)

@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dfsearch.codes import Dim, ExecutionStyle, Phase
-from dfsearch.placement import Placement
 from dfsearch.spec import Spec
 from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
 
 __all__ = ["Partition", "PartitionPlan", "PartitionProblem", "is_partitioned", "partition_problem",
            "plan_of", "kept_spec", "partition_flop"]

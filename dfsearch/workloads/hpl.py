@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import Collective, Dim, NetworkTerm, WorkloadKind
+from dfsearch.system.ratios import hpl_grid
 from dfsearch.workloads.base import (
     CollectiveNeed,
     DramUse,
@@ -35,7 +36,7 @@ class HPLWorkload:
 @dataclass(frozen=True)
 class HPL(WorkloadModel):
     """HPL rules: one run per batch; M split X ways and K split Y ways over the process grid
-    (``network.hpl_grid``); the matrix is fixed DRAM; SRAM is not checked."""
+    (``system.ratios.hpl_grid``); the matrix is fixed DRAM; SRAM is not checked."""
 
     kind = WorkloadKind.HPL
     spec_class = HPLWorkload
@@ -52,8 +53,6 @@ class HPL(WorkloadModel):
         self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
     ) -> tuple[int, int, int]:
         """ceil(rows / X), ceil(K / Y), N."""
-        from dfsearch.cost.network import hpl_grid
-
         x, y = hpl_grid(shape)
         kk = kernel.k if kernel.kind.has_k else 1
         return -(-kernel.rows // x), -(-kk // y), kernel.n
@@ -62,8 +61,6 @@ class HPL(WorkloadModel):
         """The broadcast on dimension 1 (X > 1) and the point-to-point on dimension 0
         (Y > 1), both communication bytes per chip of the grid line, charged on that
         dimension's channel."""
-        from dfsearch.cost.network import hpl_grid
-
         x, y = hpl_grid(ctx.shape)
         needs = []
         for i, k in enumerate(ctx.spec.graph.kernels):
