@@ -23,6 +23,7 @@ __all__ = [
     "KERNEL_TRAITS",
     "ComputeType",
     "Phase",
+    "NetworkTerm",
     "Dim",
     "Collective",
     "Topology",
@@ -175,10 +176,23 @@ class Collective(_Coded):
     EXPERT_ALL_TO_ALL = 7
 
 
+class NetworkTerm(_Coded):
+    """Where a workload's collective is charged (``dfsearch.system.collectives``): per tile of
+    a kernel, once per execution of a kernel, on a per-dimension channel of a kernel (combined
+    by the max of sums), per tile of an edge's re-layout, or on the pipeline's point-to-point
+    time per batch."""
+
+    KERNEL_TILE = 1
+    KERNEL_ONCE = 2
+    CHANNEL = 3
+    EDGE_TILE = 4
+    PIPELINE = 5
+
+
 class Topology(_Coded):
     """The kind of one network dimension: its names here (``.label`` in specs, ``.short``
     in network names); its formulas and counts are the ``TopologyKind`` object
-    ``dfsearch.topology.KINDS[topology]`` (the model layer: this module imports none).
+    ``dfsearch.system.kinds.KINDS[topology]`` (the model layer: this module imports none).
 
     >>> Topology.MESH.short, Topology.FC.short
     ('mesh', 'fc')
@@ -221,7 +235,7 @@ TOPOLOGY_VARIANTS: Mapping[str, tuple[Topology, ...]] = MappingProxyType({
 
 class Parallelism(_Coded):
     """What a network dimension carries. For an LLM, NONE (omitted) and AUTO leave it to the
-    search (``dfsearch.placement``); DFModel inputs know only TP, PP and DP."""
+    search (``dfsearch.system.placement``); DFModel inputs know only TP, PP and DP."""
 
     NONE = 0
     TP = 1

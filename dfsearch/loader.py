@@ -69,6 +69,7 @@ from dfsearch.spec import (
     Kernel,
     Memory,
     NetworkDim,
+    Quirks,
     SearchSettings,
     Spec,
     Speculative,
@@ -91,7 +92,10 @@ __all__ = [
     "spec_to_data",
 ]
 
-_TOP = ("workload", "graph", "system", "cost", "execution", "search", "training", "speculative")
+_TOP = (
+    "workload", "graph", "system", "cost", "execution", "search", "training", "speculative",
+    "quirks",
+)
 _GRAPH_MODES = ("generator", "include", "kernels")
 
 
@@ -235,6 +239,7 @@ def replace_field(spec: Spec, path: str, value: Any) -> Spec:
         message names the field path, the value and what was expected.
     """
     data = spec_to_data(spec)
+    data.setdefault("quirks", {})  # left out when default; a path may still name it
     _put(data, _split_path(path), spec_to_data(value), path)
     return spec_from_data(data, file=_REPLACE, base_dir=Path("."))
 
@@ -255,6 +260,8 @@ def spec_to_data(value: Any) -> Any:
             out[f.name] = "auto" if auto else spec_to_data(v)
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
+            if value.quirks.is_default:  # as a file without [quirks] (study digests keep)
+                del out["quirks"]
         return out
     if isinstance(value, enum.Enum):
         return value.label
@@ -500,6 +507,7 @@ def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
     }
     if "speculative" in data:
         parts["speculative"] = _read_simple(r, Speculative, data["speculative"], "speculative")
+    quirks = _read_simple(r, Quirks, data.get("quirks", {}), "quirks")
     graph = None
     if "graph" in data:
         w, e = parts["workload"], parts["execution"]
@@ -512,7 +520,7 @@ def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         order = {k: i for i, k in enumerate(data)}
         issues.sort(key=lambda i: order.get(_head(i.path), -1))
         raise SpecError(issues, file=file)
-    return Spec(**parts)
+    return Spec(**parts, quirks=quirks)
 
 
 def _head(path: str) -> str:

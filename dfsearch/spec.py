@@ -28,6 +28,7 @@ from dfsearch.codes import (
     SpeculativeScheme,
     Topology,
 )
+from dfsearch.quirks import Quirks  # re-exported: the spec's [quirks] table
 from dfsearch.workload_specs import (  # re-exported
     DLRMWorkload,
     FFTWorkload,
@@ -56,6 +57,7 @@ __all__ = [
     "ServingWorkload",
     "Workload",
     "Speculative",
+    "Quirks",
     "SearchSettings",
     "OUTER_STRATEGY_NAMES",
     "ASSIGNMENT_STRATEGY_NAMES",
@@ -367,6 +369,9 @@ class Spec:
     speculative: Speculative | None = None  #: ``[speculative]`` (llm_serving decode only)
     #: the graph is one piece of a pipeline stage (``search/stages.py`` only)
     piece: StagePiece | None = None
+    #: ``[quirks]``: DFModel's number-changing behaviours in effect (docs/spec.md); every
+    #: part of the model reads them from here
+    quirks: Quirks = Quirks()
 
     @property
     def num_copy(self) -> int:

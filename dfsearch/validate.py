@@ -50,7 +50,7 @@ from dfsearch.spec import (
     Training,
     Workload,
 )
-from dfsearch.topology import KINDS, allowed_network, kinds_of, network_name
+from dfsearch.topology import KINDS, MAX_GRID_DIMS, allowed_network, kinds_of, network_name
 from dfsearch.workloads import WORKLOADS, model_of
 from dfsearch.workloads.llm import partitions_graph
 from dfsearch.workloads.speculative_rules import speculative_issues
@@ -600,10 +600,10 @@ def _check_system(s: IssueSink, sy: System) -> None:
     for f in ("dram_bw_GBps", "dram_bytes", "second_dram_bw_GBps", "second_dram_bytes"):
         _within(s, f"system.memory.{f}", getattr(m, f))
     n = len(sy.network)
-    if not 1 <= n <= 3:
+    if n < 1:
         s.add(
             "system.network",
-            f"must have 1 to 3 dimensions ([[system.network]] tables). Got {n} instead.",
+            f"must have at least 1 dimension ([[system.network]] tables). Got {n} instead.",
         )
         return
     for i, d in enumerate(sy.network):
@@ -634,13 +634,18 @@ def _network_message(topo: tuple[Topology, ...]) -> str:
             f"place of {k.stands_for.short}"
             for k in extra
         )
+    if len(topo) > MAX_GRID_DIMS:
+        text = (f"of more than {MAX_GRID_DIMS} dimensions must not all be direct (ring, mesh): "
+                f"a grid has bisection rules for 2 and 3 dimensions only; any mix of kinds with "
+                f"a switch or fc dimension is allowed")  # fmt: skip
+        return f"topologies {text}. Got {network_name(topo)} instead."
     return f"{text}. Got {network_name(topo)} instead."
 
 
 def _check_network_for_workload(s: IssueSink, sy: System, w: Workload) -> None:
     """The workload's network rules (``WorkloadModel.network_issues``), once the network
     itself has a valid dimension count and chip count."""
-    if not 1 <= len(sy.network) <= 3 or sy.num_chip < 1:
+    if not sy.network or sy.num_chip < 1:
         return
     model_of(w).network_issues(s, sy, w)
 

@@ -46,11 +46,11 @@ import pytest
 
 from dfsearch.codes import Dim, Equations, RunStatus, Status
 from dfsearch.cost.model import evaluate
-from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel_file
 from dfsearch.loader import replace_field
+from dfsearch.quirks import Quirks
 from dfsearch.search.engine import search
 
 DATA = Path(__file__).parent / "data" / "dfmodel" / "llm"

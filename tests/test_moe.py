@@ -31,11 +31,11 @@ from dfsearch.codes import (
     Topology,
 )
 from dfsearch.cost import network
-from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
 from dfsearch.kernels.generators import generate, llm_fwd, llm_fwdbwd
 from dfsearch.loader import load_spec
+from dfsearch.quirks import Quirks
 from dfsearch.spec import (
     Accelerator,
     Cost,

@@ -20,11 +20,11 @@ from dfsearch.api import load as api_load
 from dfsearch.codes import Parallelism, RunStatus, Status, Topology
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import evaluate, evaluate_problem, outer_status
-from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
 from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.mapping import load_mapping
+from dfsearch.quirks import Quirks
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import assign_configs
 from dfsearch.search.engine import search

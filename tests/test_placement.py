@@ -21,7 +21,6 @@ import pytest
 from dfsearch.codes import Parallelism, RunStatus, Topology
 from dfsearch.cost.model import evaluate
 from dfsearch.cost.network import groups, llm_ratios
-from dfsearch.cost.quirks import Quirks
 from dfsearch.errors import SpecError
 from dfsearch.mapping import decision_to_mapping, load_mapping, mapping_to_toml
 from dfsearch.placement import (
@@ -31,6 +30,7 @@ from dfsearch.placement import (
     parse_dim,
     placements,
 )
+from dfsearch.quirks import Quirks
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import search
 from dfsearch.spec import NetworkDim

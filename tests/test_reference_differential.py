@@ -46,11 +46,11 @@ from dfsearch.codes import (
     Status,
     Topology,
 )
-from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.reference import RefResult, reference_evaluate
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.loader import replace_field
+from dfsearch.quirks import Quirks
 from dfsearch.spec import (
     AUTO,
     Accelerator,

@@ -362,8 +362,10 @@ RULES = [
     ("dram-bytes-ge-0", "llm", sub("memory", dram_bytes=-1.0), "system.memory.dram_bytes must be >= 0. Got -1 instead."),
     ("second-tier-bw", "llm", sub("memory", second_dram_bytes=1e9),
      "system.memory.second_dram_bw_GBps must be > 0 when system.memory.second_dram_bytes > 0. Got 0 instead."),
-    ("network-1-to-3", "llm", dims(*[("ring", 0, "tp")] * 4),
-     "system.network must have 1 to 3 dimensions ([[system.network]] tables). Got 4 instead."),
+    ("network-grid-over-3", "llm", dims(*[("ring", 0, "tp")] * 4),
+     "system.network topologies of more than 3 dimensions must not all be direct (ring, "
+     "mesh): a grid has bisection rules for 2 and 3 dimensions only; any mix of kinds with a "
+     "switch or fc dimension is allowed. Got r_r_r_r instead."),
     ("topology-variant", "hpl", chain(net(0, topology=Topology.SWITCH), net(1, topology=Topology.RING)),
      "system.network topologies must form one of DFModel's 11 variants: r, sw, fc, r_r, r_fc, "
      "r_sw, sw_sw, fc_fc, r_r_r, r_sw_sw, sw_sw_sw (one word per dimension, in order; r = ring, "

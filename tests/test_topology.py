@@ -21,11 +21,11 @@ from dfsearch import api
 from dfsearch.codes import TOPOLOGY_VARIANTS, Equations, Parallelism, Topology
 from dfsearch.cost.network import a2a_factors, hbd_reduce_ratio, llm_ratios
 from dfsearch.cost.price import link_switch_counts
-from dfsearch.cost.quirks import Quirks
 from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec, replace_field
+from dfsearch.quirks import Quirks
 from dfsearch.spec import NetworkDim, Spec, System
 from dfsearch.topology import (
     KINDS,

@@ -19,7 +19,7 @@ import pytest
 
 import dfsearch
 from dfsearch import workloads
-from dfsearch.codes import Dim, Status, WorkloadKind, _Coded
+from dfsearch.codes import Collective, Dim, NetworkTerm, Status, WorkloadKind, _Coded
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import evaluate_problem, outer_status
 from dfsearch.decision import Decision
@@ -30,8 +30,8 @@ from dfsearch.loader import load_toml_spec
 from dfsearch.report import describe_spec
 from dfsearch.search import outer as outer_mod
 from dfsearch.validate import RANGES, Range
-from dfsearch.workloads import WORKLOADS, Batch, Lowering, NetworkTerms, WorkloadModel, model_of
-from dfsearch.workloads.base import DramUse
+from dfsearch.workloads import WORKLOADS, Batch, Lowering, NetworkNeeds, WorkloadModel, model_of
+from dfsearch.workloads.base import CollectiveNeed, DramUse
 
 PKG = Path(dfsearch.__file__).parent
 
@@ -111,7 +111,7 @@ def test_no_workload_branches_outside_the_package():
 
 def test_no_single_run_kind_changes_the_batch_multiplier():
     """HPL and FFT run once per batch: the generic pipeline formula gives exactly 1."""
-    from dfsearch.cost.quirks import Quirks
+    from dfsearch.quirks import Quirks
     from dfsearch.workloads.base import pipeline_factors
 
     one = Batch(global_batch=1, micro_batch=1, dp=1, pp=1, layers=1)
@@ -155,11 +155,13 @@ class Toy(WorkloadModel):
         k = kernel.k if kernel.kind.has_k else 1
         return kernel.rows, k, -(-kernel.n // spec.system.num_chip)
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
-        bw = ctx.spec.system.network[0].link_bw_GBps
-        return NetworkTerms(
-            kernel_tile_ns=[ctx.output_bytes(i) / bw for i in range(len(ctx.dims))]
-        )
+    def network(self, ctx: Lowering) -> NetworkNeeds:
+        # every kernel sends its output to a neighbour over dimension 0, once per tile
+        return NetworkNeeds(tuple(
+            CollectiveNeed(Collective.POINT_TO_POINT, ctx.output_bytes(i), 0,
+                           NetworkTerm.KERNEL_TILE, i)
+            for i in range(len(ctx.dims))
+        ))  # fmt: skip
 
     def dram(self, ctx, weight_bytes, extra_bytes):
         return DramUse(data=ctx.spec.workload.points * ctx.word / ctx.chips_per_copy + extra_bytes)

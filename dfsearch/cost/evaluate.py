@@ -27,7 +27,6 @@ from dfsearch.codes import Phase, Status
 from dfsearch.cost import overlap as _overlap
 from dfsearch.cost._jit import jit
 from dfsearch.cost.layout import (
-    NUM_BND,
     NUM_CFG,
     NUM_RES,
     BoundCol,
@@ -240,9 +239,8 @@ def _reset_row(nc, cfg, res, s):
         s.cnt[c] = 0
         s.net_t[c] = 0.0
         s.net_1[c] = 0.0
-        s.chan[c, 0] = 0.0
-        s.chan[c, 1] = 0.0
-        s.chan[c, 2] = 0.0
+        for j in range(s.chan.shape[1]):
+            s.chan[c, j] = 0.0
         s.arcnt[c] = 0
         s.memb[c] = 0.0
         s.memk[c] = 0.0
@@ -297,9 +295,8 @@ def _kernel_pass(kt, cn, config, cfg, res, k_pl, k_ps, k_tf, s):
         if sparse:
             cfg[c, ConfigCol.SRAM] += kt.sram_extra[k]
             s.net_1[c] += kt.net_once_ns[k]
-            s.chan[c, 0] += kt.channel_ns[k, 0]
-            s.chan[c, 1] += kt.channel_ns[k, 1]
-            s.chan[c, 2] += kt.channel_ns[k, 2]
+            for j in range(kt.channel_ns.shape[1]):
+                s.chan[c, j] += kt.channel_ns[k, j]
             s.memk[c] += kt.memory_bytes[k]
             if kt.num_input[k] > 0:
                 s.nset[c] += 1
@@ -505,6 +502,8 @@ def _times_and_totals(cn, cfg, res, s):
         tcc = cfg[c, ConfigCol.TILES]
         tm = (tcc * s.memb[c] + s.memk[c]) / bw
         ch = max(s.chan[c, 0], s.chan[c, 1], s.chan[c, 2])
+        for j in range(3, s.chan.shape[1]):  # a network of more than 3 dimensions
+            ch = max(ch, s.chan[c, j])
         tn = tcc * s.net_t[c] + s.net_1[c] + ch + lat * s.arcnt[c]
         ii = combine_overlap(cfg[c, ConfigCol.COMPUTE], tm, tn, cn.overlap)
         if cn.ii_num_input:
@@ -584,7 +583,7 @@ class _Scratch(NamedTuple):
     fill: np.ndarray  #: int64 (C + 1), next free slot while grouping
     net_t: np.ndarray  #: float64 (C), per-tile network ns
     net_1: np.ndarray  #: float64 (C), per-execution network ns
-    chan: np.ndarray  #: float64 (C, 3), channel ns
+    chan: np.ndarray  #: float64 (C, channels), channel ns
     arcnt: np.ndarray  #: int64 (C), all-reduces (link latency count)
     memb: np.ndarray  #: float64 (C), spilled buffer bytes per tile
     memk: np.ndarray  #: float64 (C), memory_size bytes
@@ -614,7 +613,8 @@ def _scratch(kt, nc):
     return _Scratch(
         weights,
         np.zeros(nc + 1, i64), np.zeros(nc + 1, i64), np.zeros(n, i64), np.zeros(nc + 1, i64),
-        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, 3), f64), np.zeros(nc, i64),
+        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, kt.channel_ns.shape[1]), f64),
+        np.zeros(nc, i64),
         np.zeros(nc, f64), np.zeros(nc, f64), np.zeros(nc + 1, f64), np.zeros(nc, f64),
         np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64),
     )  # fmt: skip
@@ -747,7 +747,14 @@ def _set_kernels(kt, where, members):
     elif cnt > 0:
         for j in range(cnt):
             sram += kt.weight_sram[members[j]]
-    return _SetSums(cnt, lone, tc, sram, div, 0.0, net_t, net_1, max(ch0, ch1, ch2), arc, memk,
+    ch = max(ch0, ch1, ch2)
+    for j in range(3, kt.channel_ns.shape[1]):  # a network of more than 3 dimensions
+        chj = 0.0
+        for k in range(kt.a.shape[0]):
+            if where[k] == 1:
+                chj += kt.channel_ns[k, j]
+        ch = max(ch, chj)
+    return _SetSums(cnt, lone, tc, sram, div, 0.0, net_t, net_1, ch, arc, memk,
                     0.0, 0.0, nset, numin)  # fmt: skip
 
 
@@ -862,10 +869,12 @@ def bound_terms(kt, et, cn, dram_bw):
     crosses into or out of one of them); network: every term is per kernel or per edge in
     its source's configuration, the channel maximum >= each channel's sum. Each term is a
     sum over S (BoundCol.FLOOR: a maximum), so the bound splits over configurations.
-    Returns (per-kernel terms [n, NUM_BND], per-edge memory time [E]).
+    Returns (per-kernel terms [n, CH0 + channels]: one channel column per network dimension,
+    at least 3; per-edge memory time [E]).
     """
     n = kt.a.shape[0]
-    out = np.zeros((n, NUM_BND))
+    nch = kt.channel_ns.shape[1]
+    out = np.zeros((n, BoundCol.CH0 + nch))
     edge_tm = np.zeros(et.src.shape[0])
     t = cn.num_tile
     tmin = min(t, 1) if cn.per_config_tiles else t
@@ -883,9 +892,8 @@ def bound_terms(kt, et, cn, dram_bw):
             out[k, BoundCol.TC] = tmin * kt.compute_ns[k]
         out[k, BoundCol.TM] = kt.memory_bytes[k] / dram_bw
         out[k, BoundCol.TN] = tmin * kt.net_tile_ns[k] + kt.net_once_ns[k] + lat * kt.all_reduce[k]
-        out[k, BoundCol.CH0] = kt.channel_ns[k, 0]
-        out[k, BoundCol.CH1] = kt.channel_ns[k, 1]
-        out[k, BoundCol.CH2] = kt.channel_ns[k, 2]
+        for j in range(nch):
+            out[k, BoundCol.CH0 + j] = kt.channel_ns[k, j]
     for e in range(et.src.shape[0]):
         s = et.src[e]
         out[s, BoundCol.TN] += tmin * et.net_tile_ns[e] + lat * et.all_reduce[e]
@@ -925,5 +933,16 @@ def set_bound(mask, terms, edge_tm, overlap, e_src, e_dst):
             tm += edge_tm[e]
     if fl > tc:
         tc = fl
-    tn += max(c0, c1, c2)
+    ch = max(c0, c1, c2)
+    for j in range(BoundCol.CH2 + 1, terms.shape[1]):  # a network of more than 3 dimensions
+        cj = 0.0
+        rest = mask
+        k = 0
+        while rest != 0:
+            if rest & 1:
+                cj += terms[k, j]
+            rest >>= 1
+            k += 1
+        ch = max(ch, cj)
+    tn += ch
     return combine_overlap(tc, tm, tn, overlap)

@@ -61,7 +61,8 @@ class KernelTable(NamedTuple):
     memory_bytes: np.ndarray  #: float64, DRAM bytes per graph execution (memory_size)
     net_tile_ns: np.ndarray  #: float64, network ns per tile (the kernel's collective)
     net_once_ns: np.ndarray  #: float64, network ns per execution, not x T (periodic all-reduce)
-    channel_ns: np.ndarray  #: float64 (n, 3), all-to-all / broadcast ns per channel (max taken)
+    #: float64 (n, max(3, network dimensions)), all-to-all / broadcast ns per channel (max taken)
+    channel_ns: np.ndarray
     all_reduce: np.ndarray  #: int64 0/1, an all-reduce of > 0 bytes (link latency count)
     phase: np.ndarray  #: int64, ``codes.Phase`` value
     pin: np.ndarray  #: int64, pinned configuration, -1 = free
@@ -170,7 +171,7 @@ class BoundCol(enum.IntEnum):
     TN = 3  #: network ns of the kernel and of its out-edges
     CH0 = 4  #: channel 0 ns
     CH1 = 5  #: channel 1 ns
-    CH2 = 6  #: channel 2 ns
+    CH2 = 6  #: channel 2 ns; a network of more than 3 dimensions adds a column per dimension
 
 
 NUM_BND = len(BoundCol)

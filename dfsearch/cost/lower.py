@@ -21,14 +21,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dfsearch.codes import ComputeType, Dim, Equations, ExecutionStyle, KernelKind
-from dfsearch.cost import network
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
-from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
 from dfsearch.pins import fwd_bwd_bounds  # re-exported
-from dfsearch.placement import Placement
+from dfsearch.quirks import Quirks
 from dfsearch.spec import AUTO, Spec
+from dfsearch.system.collectives import price_needs
+from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
+from dfsearch.system.ratios import experts_per_chip
 from dfsearch.validate import MAX_KERNEL_WORK
 from dfsearch.workloads import Lowering, NetworkTerms, WorkloadModel, model_of
 from dfsearch.workloads.base import ServingStep
@@ -55,7 +57,7 @@ class Outer:
     micro_batch_size: int
     num_tile: int
     num_config: int
-    #: what each dimension carries (``dfsearch.placement``); None: the spec's fixed roles
+    #: what each dimension carries (``dfsearch.system.placement``); None: the spec's fixed roles
     placement: Placement | None = None
 
 
@@ -140,11 +142,13 @@ def _i(values: list[int]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- lower
-def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
+def lower(spec: Spec, outer: Outer, quirks: Quirks | None = None) -> Problem:
     """Evaluate every outer-choice-dependent equation and pack the result into arrays.
 
-    The workload's rules (batch structure, shard dimensions, network terms, DRAM constants,
-    whether SRAM is checked) come from its ``WorkloadModel`` (``dfsearch.workloads``).
+    The workload's rules (batch structure, shard dimensions, DRAM constants, whether SRAM is
+    checked, the collectives it needs) come from its ``WorkloadModel``
+    (``dfsearch.workloads``); the collectives are priced by the spec's fabric
+    (``dfsearch.system``). ``quirks``: when given, they replace the spec's ``quirks``.
 
     Raises
     ------
@@ -156,15 +160,16 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     n = len(g.kernels)
     if len(outer.sharding) != n or len(outer.shape) != len(sysm.network):
         raise ValueError("outer choices do not match the spec")
+    if quirks is not None:
+        spec = replace(spec, quirks=quirks)
     model = model_of(spec.workload)
-    ctx = _context(spec, outer, quirks, model)
+    ctx = _context(spec, outer, model)
     pf, batch_mult = model.pipeline(ctx)
     kcols, weight_total = _kernel_columns(ctx)
     e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
-    net = model.network(ctx)
+    net = price_needs(ctx.fabric, model.network(ctx), n, len(e_b))
     k_net_t, k_net_1, k_ar, e_net_t, e_ar = _network_columns(net, n, len(e_b))
-    k_chan = np.zeros((n, 3)) if net.channel_ns is None else np.asarray(net.channel_ns, float)
-    k_chan.setflags(write=False)
+    k_chan = _channel_columns(net, n)
     ext = sum(k.dram_extra_bytes for k in g.kernels)
     dram = model.dram(ctx, weight_total, ext)
     if spec.piece is not None:  # one piece of a pipeline stage: the others' bytes stay beside it
@@ -201,10 +206,12 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks = Quirks()) -> Problem:
     )  # fmt: skip
 
 
-def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> Lowering:
-    """Groups, batch structure, sharding, tile count and shard dimensions of ``outer``."""
+def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
+    """Fabric, groups, batch structure, sharding, tile count and shard dimensions of
+    ``outer``."""
     kernels = spec.graph.kernels
-    grp = network.groups(spec.system, outer.shape, outer.placement)
+    fabric = Fabric.of(spec, outer.shape, outer.placement)
+    grp = fabric.groups()
     t = outer.num_tile if model.tiled else 1
     if model.searches_sharding(spec.execution):
         sharding = outer.sharding
@@ -219,10 +226,10 @@ def _context(spec: Spec, outer: Outer, quirks: Quirks, model: WorkloadModel) -> 
     if spec.piece is not None:  # one piece of a pipeline stage runs piece.runs times in it
         batch = replace(batch, stage_runs=spec.piece.runs)
     return Lowering(
-        spec=spec, outer=outer, quirks=quirks, groups=grp,
+        spec=spec, outer=outer, groups=grp,
         batch=batch, sharding=sharding, num_tile=t, dims=dims,
         structure=GraphStructure.of(spec.graph),
-        chips_per_copy=spec.system.num_chip // spec.num_copy,
+        chips_per_copy=spec.system.num_chip // spec.num_copy, fabric=fabric,
     )  # fmt: skip
 
 
@@ -270,7 +277,7 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
             k_tc.append(flop * mult / rate)
         is_w = k.kind is KernelKind.GEMM_WEIGHT
         wbytes = float(sm) * sk * ex.word_bytes if is_w else 0.0
-        wbytes *= network.experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP experts
+        wbytes *= experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP experts
         weight_total += wbytes
         k_isw.append(1 if is_w else 0)
         k_wsram.append(0.0 if (k.skip_weight or not is_w) else wbytes)
@@ -310,6 +317,19 @@ def _network_columns(
         net.edge_tile_ns if net.edge_tile_ns is not None else [0.0] * m,
         net.edge_all_reduce if net.edge_all_reduce is not None else [0] * m,
     )
+
+
+def _channel_columns(net: NetworkTerms, n: int) -> np.ndarray:
+    """The per-kernel channel times, one column per network dimension, at least the
+    evaluator's 3 (zeros beyond the network's dimensions)."""
+    chan = np.zeros((n, 3))
+    if net.channel_ns is not None and n > 0:
+        given = np.asarray(net.channel_ns, dtype=np.float64).reshape(n, -1)
+        if given.shape[1] > 3:
+            chan = np.zeros((n, given.shape[1]))
+        chan[:, : given.shape[1]] = given
+    chan.setflags(write=False)
+    return chan
 
 
 def _constants(

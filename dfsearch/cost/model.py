@@ -7,6 +7,7 @@ outer choices.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -16,9 +17,9 @@ from dfsearch.codes import MemoryModel, Status
 from dfsearch.cost.layout import NUM_CFG, NUM_RES, ConfigCol, ResultSlot
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.price import Price, price
-from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.training import DramUse
 from dfsearch.decision import Decision
+from dfsearch.quirks import Quirks
 from dfsearch.spec import Spec
 from dfsearch.workloads import memory_model, model_of
 from dfsearch.workloads.base import ServingStep
@@ -167,8 +168,9 @@ class Evaluator:
         return Outputs(Status(int(st)), cfg, res, k_pl, k_ps, k_tf)
 
 
-def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Evaluation:
-    """Evaluate one complete decision with DFModel's equations.
+def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks | None = None) -> Evaluation:
+    """Evaluate one complete decision with DFModel's equations, under the spec's ``quirks``
+    (``quirks``: when given, they replace the spec's).
 
     Raises
     ------
@@ -184,14 +186,18 @@ def evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> Ev
         num_config=effective_num_config(spec, requested),
         placement=decision.placement,
     )
-    problem = lower(spec, outer, quirks)
-    return evaluate_problem(spec, problem, decision, quirks=quirks)
+    if quirks is not None:
+        spec = dataclasses.replace(spec, quirks=quirks)
+    problem = lower(spec, outer)
+    return evaluate_problem(spec, problem, decision)
 
 
 def evaluate_problem(
-    spec: Spec, problem: Problem, decision: Decision, *, quirks: Quirks = Quirks()
+    spec: Spec, problem: Problem, decision: Decision, *, quirks: Quirks | None = None
 ) -> Evaluation:
-    """Like ``evaluate`` for an already lowered problem."""
+    """Like ``evaluate`` for an already lowered problem (lowered under the same quirks)."""
+    if quirks is not None:
+        spec = dataclasses.replace(spec, quirks=quirks)
     ost, oviol = outer_status(spec, problem.outer)
     n = problem.num_kernels
     if ost is not Status.OK:
@@ -246,7 +252,7 @@ def evaluate_problem(
         num_micro_batch=problem.num_micro_batch,
         layers_per_stage=problem.layers_per_stage,
         pipeline_factor=problem.pipeline_factor,
-        price=price(spec, problem.outer.shape, dram_bw, quirks),
+        price=price(spec, problem.outer.shape, dram_bw),
         shard_dims=tuple(zip(problem.shard_m, problem.shard_k, problem.shard_n)),
         dram_use=problem.dram,
         memory_model=memory_model(spec),

@@ -41,12 +41,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dfsearch.codes import Collective, Dim, ExecutionStyle, Phase
-from dfsearch.cost import network
-from dfsearch.cost.quirks import Quirks
 from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 from dfsearch.kernels.pieces import subgraph
-from dfsearch.placement import Placement
 from dfsearch.spec import Spec
+from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
 from dfsearch.workloads.llm import partitions_graph
 
 __all__ = ["Partition", "PartitionPlan", "PartitionProblem", "is_partitioned", "partition_problem",
@@ -166,10 +165,9 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
                       sharding: tuple[Dim, ...]) -> tuple[Any, dict[str, Any]]:
     """The ``PartitionProblem`` of the spec's graph on ``shape`` (module docstring), and the per-kernel parts of its weights (for the report)."""
     sysm, ex = spec.system, spec.execution
-    grp = network.groups(sysm, shape, placement)
     # DFModel's inter-chip pass: flat TP ratios (no HBD, no reduce-scatter + all-gather)
-    r = network.llm_ratios(replace(sysm, hbd=0), shape, separate_rs_ag_for_ar=False,
-                           quirks=Quirks(), placement=placement)  # fmt: skip
+    fabric = Fabric.build(replace(sysm, hbd=0), tuple(shape), placement, spec.quirks)
+    grp, r = fabric.groups(), fabric.ratios()
     ratio = r.all_reduce + r.all_to_all + r.all_gather
     kernels = spec.graph.kernels
     st = GraphStructure.of(spec.graph)

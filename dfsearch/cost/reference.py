@@ -48,7 +48,6 @@ from dfsearch.codes import (
 )
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.cost.price import Price, price
-from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import (
     GraphStructure,
@@ -56,6 +55,7 @@ from dfsearch.kernels.graph import (
     relayout,
     upstream_layout,
 )
+from dfsearch.quirks import Quirks
 from dfsearch.spec import AUTO, Kernel, Spec
 from dfsearch.topology import KINDS
 
@@ -125,7 +125,7 @@ def _fail(status: Status, violation: float, **extra: object) -> RefResult:
 
 # --------------------------------------------------------------------------- ratios
 # DFModel's kinds (ring, switch, fc) and variants are written out here, independently of
-# dfsearch.topology and dfsearch.cost.network; kinds DFModel lacks (mesh) take their
+# dfsearch.system (kinds, ratios, fabric); kinds DFModel lacks (mesh) take their
 # per-dimension formulas from their registered kind object, composed naively below.
 def _reduce_ratio(topo: Topology, p: int, bw: float) -> float:
     """ALL_REDUCE / ALL_GATHER / ALL_REDUCE_PERIODIC ratio, ns per byte."""
@@ -401,7 +401,9 @@ class _Shards:
     sN: list[int]
 
 
-def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirks()) -> RefResult:
+def reference_evaluate(
+    spec: Spec, decision: Decision, *, quirks: Quirks | None = None
+) -> RefResult:
     """Evaluate one decision with DFModel's equations, naively.
 
     Parameters
@@ -411,8 +413,8 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     decision : Decision
         Shape, sharding, micro-batch size, tile count, configuration of every kernel and
         optional fixed core allocation.
-    quirks : Quirks
-        DFModel quirk switches (docs/model.md).
+    quirks : Quirks, optional
+        DFModel quirk switches (docs/model.md); None: the spec's ``quirks``.
 
     Returns
     -------
@@ -426,7 +428,7 @@ def reference_evaluate(spec: Spec, decision: Decision, *, quirks: Quirks = Quirk
     ValueError
         If the decision's lengths do not match the spec.
     """
-    case = _case(spec, decision, quirks)
+    case = _case(spec, decision, spec.quirks if quirks is None else quirks)
     # a failed result carries the extras of the steps it passed
     extra: dict = {"workload_flop": spec.graph.flop * case.layers * case.gb}
     try:
@@ -634,8 +636,12 @@ def _shard_dims(case: _Case) -> _Shards:
             hpl_x, hpl_y = 1, shape[0]
         elif len(shape) == 2:
             hpl_x, hpl_y = shape[0], shape[1]
-        else:
+        elif len(shape) == 3:
             hpl_x, hpl_y = shape[0] * shape[1], shape[2]
+        else:  # more dimensions (dfsearch only): X = every dimension but the last
+            hpl_x, hpl_y = 1, shape[-1]
+            for s in shape[:-1]:
+                hpl_x *= s
 
     def group(d: Dim) -> Dim:
         return Dim.M if d is Dim.OUTER else d

@@ -29,14 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dfsearch.codes import Status
-from dfsearch.cost import network
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluation, evaluate, evaluate_problem
-from dfsearch.cost.quirks import Quirks
 from dfsearch.cost.stage_cuts import cut_split
 from dfsearch.decision import Decision
 from dfsearch.kernels.pieces import split_pieces, subgraph
 from dfsearch.spec import AUTO, Spec, StagePiece
+from dfsearch.system.fabric import Fabric
 
 __all__ = [
     "PIECES",
@@ -199,7 +198,7 @@ def batch_ns(times: list[float], micro_batches: int, beta: float, p2p_ns: float)
 
 def bubble(spec: Spec, per_stage: int, pp: int) -> float:
     """beta: 1, or under the bubble quirk 1 / max(model layers per stage - 1, 1)."""
-    if pp <= 1 or not Quirks().bubble_over_layers_per_stage:
+    if pp <= 1 or not spec.quirks.bubble_over_layers_per_stage:
         return 1.0
     return 1.0 / max(per_stage * spec.workload.num_layer_in_graph - 1, 1)
 
@@ -354,8 +353,7 @@ class StageModel:
         if i == 0 or self.pp <= 1:
             return 0.0
         d = self.lay.decision
-        r = network.llm_ratios(self.spec.system, d.shape, quirks=Quirks(), placement=d.placement,
-                               separate_rs_ag_for_ar=self.spec.execution.separate_rs_ag_for_ar)  # fmt: skip
+        r = Fabric.of(self.spec, d.shape, d.placement).ratios()
         return r.p2p * self.cut_points[i - 1].cut_bytes
 
     def _max_runs(self, s: int, b: int, a: int) -> int:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from dfsearch.codes import Dim, KernelKind, Phase, Recompute
 from dfsearch.cost.dram import DramUse  # re-exported
+from dfsearch.system.ratios import experts_per_chip
 
 if TYPE_CHECKING:
     from dfsearch.spec import Graph, Kernel, Spec
@@ -65,15 +66,13 @@ def sequence_split(spec: Spec, kernel: Kernel, choice: Dim) -> bool:
 def forward_weight_bytes(ctx: Lowering) -> float:
     """Per-chip bytes of one layer's parameters: the forward weight GEMMs' shards (every
     weight GEMM when the graph has no forward phase)."""
-    from dfsearch.cost import network
-
     kernels = ctx.spec.graph.kernels
     fwd = any(k.phase is Phase.FWD for k in kernels)
     total = 0.0
     for i, k in enumerate(kernels):
         if k.kind is KernelKind.GEMM_WEIGHT and (k.phase is Phase.FWD or not fwd):
             sm, sk, _ = ctx.dims[i]
-            experts = network.experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP
+            experts = experts_per_chip(k.num_expert, ctx.groups.dp)  # MoE: E / EP
             total += float(sm) * sk * ctx.word * experts
     return total
 

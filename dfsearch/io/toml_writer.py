@@ -193,6 +193,7 @@ def spec_to_toml(spec: Spec, *, header: str = "") -> str:
         _table("execution", ex_lines),
         _table("search", _lines(spec.search)),
         _table("training", _lines(spec.training)),
+        _table("quirks", _lines(spec.quirks)),
     ]
     if spec.speculative is not None:
         parts.append(_table("speculative", _lines(spec.speculative), keep_empty=True))

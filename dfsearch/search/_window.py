@@ -18,7 +18,7 @@ import numpy as np
 from dfsearch.codes import Phase
 from dfsearch.cost._jit import jit
 from dfsearch.cost.evaluate import bound_terms, combine_overlap, set_cost
-from dfsearch.cost.layout import NUM_BND, NUM_SET, BoundCol, SetSlot, Stat
+from dfsearch.cost.layout import NUM_SET, BoundCol, SetSlot, Stat
 from dfsearch.search._dp import _record, must_stop, sram_floor
 
 __all__ = ["window_dp"]
@@ -64,7 +64,8 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
             where[order[p]] = 2 if p < i else 0
         floor = 0.0
         phase = -1
-        lb = np.zeros(NUM_BND)  # the block's additive bound terms (``evaluate.set_bound``)
+        # the block's additive bound terms (``evaluate.set_bound``), a column per channel
+        lb = np.zeros(terms.shape[1])
         for j in range(i + 1, min(n, i + max_len) + 1):
             k = order[j - 1]
             if cn.fb_rule and kt.phase[k] != Phase.NONE:
@@ -130,7 +131,9 @@ def _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, overlap, base, best
     lb[BoundCol.TC] += terms[k, BoundCol.TC]
     if terms[k, BoundCol.FLOOR] > lb[BoundCol.FLOOR]:
         lb[BoundCol.FLOOR] = terms[k, BoundCol.FLOOR]
-    for c in (BoundCol.TM, BoundCol.TN, BoundCol.CH0, BoundCol.CH1, BoundCol.CH2):
+    lb[BoundCol.TM] += terms[k, BoundCol.TM]
+    lb[BoundCol.TN] += terms[k, BoundCol.TN]
+    for c in range(BoundCol.CH0, terms.shape[1]):
         lb[c] += terms[k, c]
     for q in range(inc_ptr[k], inc_ptr[k + 1]):
         e = inc_e[q]
@@ -143,6 +146,9 @@ def _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, overlap, base, best
     if best_j == np.inf:
         return False
     tc = max(lb[BoundCol.TC], lb[BoundCol.FLOOR])
-    tn = lb[BoundCol.TN] + max(lb[BoundCol.CH0], lb[BoundCol.CH1], lb[BoundCol.CH2])
+    ch = max(lb[BoundCol.CH0], lb[BoundCol.CH1], lb[BoundCol.CH2])
+    for c in range(BoundCol.CH2 + 1, lb.shape[0]):  # a network of more than 3 dimensions
+        ch = max(ch, lb[c])
+    tn = lb[BoundCol.TN] + ch
     bound = combine_overlap(tc, lb[BoundCol.TM], tn, overlap)
     return base + bound > best_j * (1.0 + 1e-9)

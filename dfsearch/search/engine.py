@@ -43,14 +43,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status
-from dfsearch.cost import network
 from dfsearch.cost.layout import Control, no_control
 from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
-from dfsearch.cost.quirks import Quirks
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
-from dfsearch.placement import Placement
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import lone_misfits
@@ -60,6 +57,8 @@ from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
+from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
 from dfsearch.workloads import model_of
 
 __all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
@@ -304,12 +303,10 @@ def _sharding(
     if all(k.sharding is not None for k in kernels):
         return tuple(k.sharding for k in kernels)  # type: ignore[misc]
     # the sharding depends on the shape only through the TP degree and TP collective ratios
-    ratios = network.llm_ratios(
-        spec.system, shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-        quirks=Quirks(), placement=placement,
-    )  # fmt: skip
-    key = (network.groups(spec.system, shape, placement).tp, ratios.all_reduce,
-           ratios.all_gather, ratios.all_to_all, num_tile)  # fmt: skip
+    fabric = Fabric.of(spec, shape, placement)
+    ratios = fabric.ratios()
+    key = (fabric.groups().tp, ratios.all_reduce, ratios.all_gather, ratios.all_to_all,
+           num_tile)  # fmt: skip
     if key not in cache:
         cache[key] = solve_spec_sharding(spec, shape, num_tile, placement).sharding
     return cache[key]

@@ -93,7 +93,7 @@ def _group_bound(terms, edge_tm, group, must, et, overlap) -> float:
     tc = max(float(t[:, BoundCol.TC].sum()), float(t[:, BoundCol.FLOOR].max()))
     ends = group[et.src].astype(int) + group[et.dst].astype(int)
     tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum())
-    channels = t[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]].sum(axis=0)
+    channels = np.ascontiguousarray(t[:, BoundCol.CH0 :]).sum(axis=0)
     tn = float(t[:, BoundCol.TN].sum()) + float(channels.max())
     return combine_overlap(tc, tm, tn, overlap)
 
@@ -123,7 +123,7 @@ def overlap_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> f
     first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
     must = last[et.src] < first[et.dst]
     tc = terms[:, BoundCol.TC].copy()
-    channels = terms[:, [BoundCol.CH0, BoundCol.CH1, BoundCol.CH2]]
+    channels = np.ascontiguousarray(terms[:, BoundCol.CH0 :])
     tn = terms[:, BoundCol.TN] + channels[:, int(channels.sum(axis=0).argmax())]
     tm = terms[:, BoundCol.TM].copy()
     np.add.at(tm, et.src[must], edge_tm[must])

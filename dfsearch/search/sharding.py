@@ -25,9 +25,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from dfsearch.codes import Collective, Dim
-from dfsearch.cost import network
 from dfsearch.cost.lower import shard_dims
-from dfsearch.cost.quirks import Quirks
 from dfsearch.errors import SpecError
 from dfsearch.kernels.graph import (
     GraphStructure,
@@ -36,8 +34,9 @@ from dfsearch.kernels.graph import (
     sharding_choices,
     upstream_layout,
 )
-from dfsearch.placement import Placement
 from dfsearch.spec import Graph, Spec
+from dfsearch.system.fabric import Fabric
+from dfsearch.system.placement import Placement
 
 __all__ = ["ShardingSolution", "solve_sharding", "solve_spec_sharding", "sharding_bytes"]
 
@@ -255,11 +254,8 @@ def solve_spec_sharding(
     the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
     per-tile compute + collective time at this TP degree."""
     sysm, ex = spec.system, spec.execution
-    grp = network.groups(sysm, shape, placement)
-    r = network.llm_ratios(
-        sysm, shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar, quirks=Quirks(),
-        placement=placement,
-    )  # fmt: skip
+    fabric = Fabric.of(spec, shape, placement)  # the spec's quirks, as lowering prices them
+    grp, r = fabric.groups(), fabric.ratios()
     peak = sysm.accelerator.peak_gflops
     rate = (ex.compute_util or 1.0) * peak
     word = ex.word_bytes

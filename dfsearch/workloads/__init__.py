@@ -29,7 +29,7 @@ from dfsearch.workload_specs import (  # re-exported
     ServingWorkload,
     Workload,
 )
-from dfsearch.workloads.base import Batch, Lowering, NetworkTerms, WorkloadModel
+from dfsearch.workloads.base import Batch, Lowering, NetworkNeeds, NetworkTerms, WorkloadModel
 from dfsearch.workloads.dlrm import DLRM
 from dfsearch.workloads.fft import FFT
 from dfsearch.workloads.hpl import HPL
@@ -49,6 +49,7 @@ __all__ = [
     "Batch",
     "Lowering",
     "NetworkTerms",
+    "NetworkNeeds",
     "LLMWorkload",
     "DLRMWorkload",
     "HPLWorkload",

@@ -25,23 +25,29 @@ from dfsearch.codes import (
     Collective,
     Dim,
     MemoryModel,
+    NetworkTerm,
     ObjectiveKind,
     ServingPhase,
     Status,
     WorkloadKind,
 )
-from dfsearch.cost import network
 from dfsearch.cost.dram import DramUse  # re-exported
+from dfsearch.system.collectives import (  # re-exported: what the network hook returns
+    CollectiveNeed,
+    NetworkNeeds,
+    NetworkTerms,
+)
 from dfsearch.workloads.network_rules import check_fixed_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.network import Groups
-    from dfsearch.cost.quirks import Quirks
     from dfsearch.issues import IssueSink
     from dfsearch.kernels.graph import GraphStructure
     from dfsearch.placement import Placement
+    from dfsearch.quirks import Quirks
     from dfsearch.spec import Execution, Kernel, SearchSettings, Spec, System
+    from dfsearch.system.fabric import Fabric
 
 __all__ = [
     "WorkloadModel",
@@ -50,6 +56,8 @@ __all__ = [
     "SINGLE_RUN",
     "Lowering",
     "NetworkTerms",
+    "NetworkNeeds",
+    "CollectiveNeed",
     "ServingStep",
     "FieldRange",
     "tiled_shard_dims",
@@ -131,7 +139,6 @@ class Lowering:
 
     spec: Spec
     outer: Outer
-    quirks: Quirks
     groups: Groups
     batch: Batch
     sharding: tuple[Dim, ...]  #: inter-chip sharding of every kernel (Dim.NO: replicated)
@@ -139,10 +146,17 @@ class Lowering:
     dims: tuple[tuple[int, int, int], ...]  #: (sM, sK, sN) per kernel, per chip, per tile
     structure: GraphStructure
     chips_per_copy: int
+    #: the network of this shape and placement, with the spec's quirks (``dfsearch.system``)
+    fabric: Fabric
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.outer.shape
+
+    @property
+    def quirks(self) -> Quirks:
+        """The spec's quirks (the fabric prices the network under the same ones)."""
+        return self.spec.quirks
 
     @property
     def word(self) -> int:
@@ -151,25 +165,6 @@ class Lowering:
     def output_bytes(self, k: int) -> float:
         """Bytes of kernel k's output per chip and tile: sM x sN words."""
         return float(self.dims[k][0]) * self.dims[k][2] * self.word
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkTerms:
-    """The network terms of one lowered problem (ns; ``docs/model.md``). ``None`` = all
-    zero. Per kernel: ``kernel_tile_ns`` (every tile), ``kernel_once_ns`` (once per
-    execution), ``channel_ns`` (n rows of 3 dimensions: all-to-all / grid traffic, combined by
-    max of sums), ``kernel_all_reduce`` (1: pays the all-reduce latency); per edge:
-    ``edge_tile_ns``, ``edge_all_reduce``; ``ar_latency_ns`` per all-reduce; ``p2p_ns``
-    pipeline point-to-point time per batch."""
-
-    kernel_tile_ns: list[float] | None = None
-    kernel_once_ns: list[float] | None = None
-    channel_ns: list[list[float]] | None = None
-    kernel_all_reduce: list[int] | None = None
-    edge_tile_ns: list[float] | None = None
-    edge_all_reduce: list[int] | None = None
-    ar_latency_ns: float = 0.0
-    p2p_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,19 +219,18 @@ def tiled_shard_dims(kernel: Kernel, choice: Dim, tp: int, t: int) -> tuple[int,
     return out[0], out[1], out[2]
 
 
-def all_to_all_channels(ctx: Lowering, divisor: int) -> list[list[float]]:
-    """Per-kernel, per-dimension time of the all-to-all kernels: communication bytes /
-    ``divisor`` per chip, times each dimension's bisection factor (``network.a2a_factors``)."""
-
-    spec, chips = ctx.spec, ctx.chips_per_copy
-    fac = network.a2a_factors(spec.system, ctx.shape, chips, spec.execution.equations)
-    chan = [[0.0, 0.0, 0.0] for _ in spec.graph.kernels]
-    for i, k in enumerate(spec.graph.kernels):
-        if k.communication is Collective.ALL_TO_ALL and chips > 1:
-            per_chip = k.communication_bytes / divisor
-            for j, f in enumerate(fac):
-                chan[i][j] = per_chip * f
-    return chan
+def all_to_all_channels(ctx: Lowering, divisor: int) -> list[CollectiveNeed]:
+    """The all-to-all of every all-to-all kernel over every chip of a copy, communication
+    bytes / ``divisor`` per chip, charged per network dimension (``Fabric.channel_times_ns``);
+    none on one chip."""
+    if ctx.chips_per_copy <= 1:
+        return []
+    return [
+        CollectiveNeed(Collective.ALL_TO_ALL, k.communication_bytes / divisor, None,
+                       NetworkTerm.CHANNEL, i)  # fmt: skip
+        for i, k in enumerate(ctx.spec.graph.kernels)
+        if k.communication is Collective.ALL_TO_ALL
+    ]
 
 
 def pipeline_factors(b: Batch, quirks: Quirks) -> tuple[float, float]:
@@ -395,9 +389,10 @@ class WorkloadModel(ABC):
         reports no such latency (the default)."""
         return None
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
-        """Collective, channel and point-to-point times (default: no network traffic)."""
-        return NetworkTerms()
+    def network(self, ctx: Lowering) -> NetworkNeeds:
+        """The collectives the workload needs: operation, bytes, group, where each is charged
+        (``dfsearch.system.collectives``; the fabric prices them). Default: none."""
+        return NetworkNeeds()
 
     @abstractmethod
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Equations, Status, WorkloadKind
-from dfsearch.cost import network
+from dfsearch.codes import Collective, Equations, NetworkTerm, Status, WorkloadKind
 from dfsearch.workload_specs import DLRMWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
+    CollectiveNeed,
     DramUse,
     Lowering,
-    NetworkTerms,
+    NetworkNeeds,
     WorkloadModel,
     all_to_all_channels,
 )
@@ -61,29 +61,19 @@ class DLRM(WorkloadModel):
             global_batch=spec.workload.global_batch_size, micro_batch=1, dp=chips, pp=1, layers=1
         )
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
-        """The all-to-all channels, and the periodic gradient all-reduce once per batch
-        (doubled by the pre-v1 equations)."""
-
-        spec, quirks = ctx.spec, ctx.quirks
-        equations = spec.execution.equations
-        legacy = equations.pre_v1
+    def network(self, ctx: Lowering) -> NetworkNeeds:
+        """The all-to-all channels, and the gradient all-reduce over every chip once per
+        batch (the fabric prices it, ``Quirks.dlrm_arp_bytes_as_ns`` included)."""
+        spec = ctx.spec
         # DFModel's design-space script charges each chip the whole embedding exchange
+        equations = spec.execution.equations
         divisor = 1 if equations is Equations.DESIGN_SPACE else ctx.chips_per_copy
-        chan = all_to_all_channels(ctx, divisor)
-        once = [0.0] * len(spec.graph.kernels)
+        needs = all_to_all_channels(ctx, divisor)
         for i, k in enumerate(spec.graph.kernels):
-            if k.communication is not Collective.ALL_REDUCE_PERIODIC:
-                continue
-            by = ctx.output_bytes(i) / max(ctx.batch.num_micro_batch, 1)
-            if quirks.dlrm_arp_bytes_as_ns:
-                once[i] = by * (2.0 if legacy else 1.0)
-            else:
-                r = network.llm_ratios(
-                    spec.system, ctx.shape, separate_rs_ag_for_ar=False, quirks=quirks
-                )
-                once[i] = by * r.all_reduce_periodic
-        return NetworkTerms(kernel_once_ns=once, channel_ns=chan)
+            if k.communication is Collective.ALL_REDUCE_PERIODIC:
+                by = ctx.output_bytes(i) / max(ctx.batch.num_micro_batch, 1)
+                needs.append(CollectiveNeed(k.communication, by, None, NetworkTerm.KERNEL_ONCE, i))
+        return NetworkNeeds(tuple(needs))
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """Weights and extra bytes as an LLM's, plus this chip's share of the tables."""

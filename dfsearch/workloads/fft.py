@@ -12,7 +12,7 @@ from dfsearch.workload_specs import FFTWorkload  # re-exported
 from dfsearch.workloads.base import (
     DramUse,
     Lowering,
-    NetworkTerms,
+    NetworkNeeds,
     WorkloadModel,
     all_to_all_channels,
 )
@@ -47,8 +47,8 @@ class FFT(WorkloadModel):
         kk = kernel.k if kernel.kind.has_k else 1
         return kernel.rows, kk, -(-kernel.n // chips)
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
-        return NetworkTerms(channel_ns=all_to_all_channels(ctx, ctx.chips_per_copy**2))
+    def network(self, ctx: Lowering) -> NetworkNeeds:
+        return NetworkNeeds(tuple(all_to_all_channels(ctx, ctx.chips_per_copy**2)))
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """This chip's share of the signal; no activations."""

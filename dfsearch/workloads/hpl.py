@@ -7,10 +7,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Dim, WorkloadKind
-from dfsearch.cost.network import hpl_grid
+from dfsearch.codes import Collective, Dim, NetworkTerm, WorkloadKind
+from dfsearch.system.ratios import hpl_grid
 from dfsearch.workload_specs import HPLWorkload  # re-exported
-from dfsearch.workloads.base import DramUse, Lowering, NetworkTerms, WorkloadModel
+from dfsearch.workloads.base import (
+    CollectiveNeed,
+    DramUse,
+    Lowering,
+    NetworkNeeds,
+    WorkloadModel,
+)
 
 if TYPE_CHECKING:
     from dfsearch.spec import Execution, Kernel, Spec
@@ -23,7 +29,7 @@ _P24, _P40 = 2**24, 2**40
 @dataclass(frozen=True)
 class HPL(WorkloadModel):
     """HPL rules: one run per batch; M split X ways and K split Y ways over the process grid
-    (``network.hpl_grid``); the matrix is fixed DRAM; SRAM is not checked."""
+    (``system.ratios.hpl_grid``); the matrix is fixed DRAM; SRAM is not checked."""
 
     kind = WorkloadKind.HPL
     spec_class = HPLWorkload
@@ -40,25 +46,25 @@ class HPL(WorkloadModel):
         self, spec: Spec, kernel: Kernel, choice: Dim, tp: int, t: int, shape: tuple[int, ...]
     ) -> tuple[int, int, int]:
         """ceil(rows / X), ceil(K / Y), N."""
-
         x, y = hpl_grid(shape)
         kk = kernel.k if kernel.kind.has_k else 1
         return -(-kernel.rows // x), -(-kk // y), kernel.n
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
+    def network(self, ctx: Lowering) -> NetworkNeeds:
         """The broadcast on dimension 1 (X > 1) and the point-to-point on dimension 0
-        (Y > 1), both communication bytes per chip of the grid line."""
-
+        (Y > 1), both communication bytes per chip of the grid line, charged on that
+        dimension's channel."""
         x, y = hpl_grid(ctx.shape)
-        bws = [d.link_bw_GBps for d in ctx.spec.system.network]
-        chan = [[0.0, 0.0, 0.0] for _ in ctx.spec.graph.kernels]
+        needs = []
         for i, k in enumerate(ctx.spec.graph.kernels):
             if k.communication is Collective.BROADCAST and x > 1:
-                chan[i][1] = k.communication_bytes / x / bws[1]
+                needs.append(CollectiveNeed(Collective.BROADCAST, k.communication_bytes / x, 1,
+                                            NetworkTerm.CHANNEL, i))  # fmt: skip
             if k.communication2 is Collective.POINT_TO_POINT and y > 1:
                 # DFModel reads communication_size here, not communication_size_2
-                chan[i][0] = k.communication_bytes / y / bws[0]
-        return NetworkTerms(channel_ns=chan)
+                needs.append(CollectiveNeed(Collective.POINT_TO_POINT,
+                                            k.communication_bytes / y, 0, NetworkTerm.CHANNEL, i))  # fmt: skip
+        return NetworkNeeds(tuple(needs))
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """This chip's share of the n x n matrix; no activations."""

@@ -5,7 +5,7 @@ are searched (docs/model.md)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -14,20 +14,22 @@ from dfsearch.codes import (
     Dim,
     Equations,
     MemoryModel,
+    NetworkTerm,
     Parallelism,
     Status,
     WorkloadKind,
 )
-from dfsearch.cost import network, training
+from dfsearch.cost import training
 from dfsearch.cost.network import groups
 from dfsearch.cost.training import recomputed, sequence_split
 from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
 from dfsearch.workload_specs import LLMWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
+    CollectiveNeed,
     DramUse,
     Lowering,
-    NetworkTerms,
+    NetworkNeeds,
     WorkloadModel,
     divisors,
     tiled_shard_dims,
@@ -36,7 +38,7 @@ from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
-    from dfsearch.cost.network import ExpertRatios, Groups, LLMRatios
+    from dfsearch.cost.network import Groups
     from dfsearch.issues import IssueSink
     from dfsearch.placement import Placement
     from dfsearch.spec import Kernel, Spec, System
@@ -178,54 +180,34 @@ class LLM(WorkloadModel):
             layers_in_graph=_layers_in_graph(wl),
         )  # fmt: skip
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
+    def network(self, ctx: Lowering) -> NetworkNeeds:
         """Kernel collectives (the preset, or an all-reduce for a K-sharded kernel), edge
-        re-layouts, the all-reduce latency and the pipeline's point-to-point time."""
-
+        re-layouts, the all-reduce latency and the pipeline's point-to-point bytes (under
+        sequence parallelism each TP all-reduce runs as a reduce-scatter + all-gather; the
+        DP gradient all-reduce is unchanged)."""
         spec = ctx.spec
-        ex = spec.execution
-        r = network.llm_ratios(
-            spec.system, ctx.shape, separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
-            quirks=ctx.quirks, placement=ctx.outer.placement,
-        )  # fmt: skip
-        if spec.training.sequence_parallel and spec.graph.is_training:
-            # each TP all-reduce becomes a reduce-scatter + all-gather (the DP gradient
-            # all-reduce is unchanged)
-            rs_ag = network.llm_ratios(
-                spec.system, ctx.shape, separate_rs_ag_for_ar=True, quirks=ctx.quirks,
-                placement=ctx.outer.placement,
-            )  # fmt: skip
-            r = replace(r, all_reduce=rs_ag.all_reduce, ar_latency=rs_ag.ar_latency)
-        tile, once, ar = _kernel_collectives(ctx, r)
-        edges = _edge_relayouts(ctx, r) if self.searches_sharding(ex) else None
-        word = ctx.word
+        needs = kernel_collectives(ctx)
+        if self.searches_sharding(spec.execution):
+            needs += edge_relayouts(ctx)
         wl = spec.workload
-        p2p = r.p2p * (2.0 * wl.hidden_dim * wl.seq_len * word if spec.graph.is_training else 0.0)
-        p2p *= wl.num_layer  # per model layer, however many layers one graph holds
-        if ctx.batch.pp == 1 and not ctx.quirks.p2p_without_pipeline:
-            p2p = 0.0  # PP = 1 is no pipeline: nothing is sent (DFModel: Quirks.dfmodel())
-        return NetworkTerms(
-            kernel_tile_ns=tile, kernel_once_ns=once, kernel_all_reduce=ar, edge_tile_ns=edges,
-            ar_latency_ns=r.ar_latency, p2p_ns=p2p,
-        )  # fmt: skip
+        sent = 2.0 * wl.hidden_dim * wl.seq_len * ctx.word if spec.graph.is_training else 0.0
+        # per model layer, however many layers one graph holds
+        needs.append(CollectiveNeed(Collective.POINT_TO_POINT, sent, Parallelism.PP,
+                                    NetworkTerm.PIPELINE, count=wl.num_layer))  # fmt: skip
+        split = spec.training.sequence_parallel and spec.graph.is_training
+        return NetworkNeeds(tuple(needs), split_all_reduce=split, all_reduce_latency=True)
 
     def inference_hops_ns(self, ctx: Lowering) -> float | None:
         """(PP - 1) x (hidden x seq_len x word / TP bytes over the PP links + their link
         latency), DFModel's hops in the latency of an inference pass; None for a training
         graph (it has backward kernels)."""
-
         spec, g = ctx.spec, ctx.groups
         if spec.graph.is_training:
             return None
         if g.pp <= 1 or g.pp_dim < 0:
             return 0.0
-        r = network.llm_ratios(
-            spec.system, ctx.shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-            quirks=ctx.quirks, placement=ctx.outer.placement,
-        )  # fmt: skip
-        wl, sysm = spec.workload, spec.system
-        hop_bytes = wl.hidden_dim * wl.seq_len * ctx.word / g.tp
-        return (g.pp - 1) * (hop_bytes * r.p2p + sysm.network[g.pp_dim].latency_ns(sysm.accelerator))
+        hop_bytes = spec.workload.hidden_dim * spec.workload.seq_len * ctx.word / g.tp
+        return (g.pp - 1) * ctx.fabric.hop_ns(hop_bytes)
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """The training memory of the first pipeline stage (``cost.training``) when the
@@ -357,64 +339,44 @@ def _check_pipeline_depth(sink: IssueSink, system: System, wl: LLMWorkload) -> N
         sink.add(f"system.network[{i}].size", message)
 
 
-def _kernel_collectives(
-    ctx: Lowering, r: LLMRatios
-) -> tuple[list[float], list[float], list[int]]:
-    """Per-tile and once-per-execution collective time and the all-reduce flag of every
-    kernel."""
+def kernel_collectives(ctx: Lowering) -> list[CollectiveNeed]:
+    """The collective of every kernel: per tile (TP all-reduce, all-to-all, all-gather, MoE
+    dispatch; twice for a recomputed kernel) or once per execution (the DP gradient
+    all-reduce, spread over the micro-batches)."""
 
     kernels = ctx.spec.graph.kernels
     skip_ic = ctx.spec.execution.skip_inter_chip_optimization
     nmb = ctx.batch.num_micro_batch
-    n = len(kernels)
-    tile, once, ar = [0.0] * n, [0.0] * n, [0] * n
     runs = recomputed(ctx.spec)
+    tp, dp, tile, once = Parallelism.TP, Parallelism.DP, NetworkTerm.KERNEL_TILE, NetworkTerm.KERNEL_ONCE
+    out = []
     for i, k in enumerate(kernels):
         typ = k.communication
         if typ is Collective.NONE and ctx.sharding[i] is Dim.K and not skip_ic:
             typ = Collective.ALL_REDUCE
         by = ctx.output_bytes(i)
-        if typ is Collective.ALL_REDUCE:
-            tile[i] = r.all_reduce * by
-            ar[i] = 1 if by > 0 else 0
-        elif typ is Collective.ALL_TO_ALL:
-            tile[i] = r.all_to_all * by
-        elif typ is Collective.ALL_GATHER:
-            tile[i] = r.all_gather * by
-        elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0 and k.num_expert > 0:
-            e = _expert_ratios(ctx, k.num_expert)  # E / EP experts' gradients, DP / EP replicas
-            once[i] = e.gradient_all_reduce * by * e.experts_per_chip / nmb
+        count = 2.0 if runs[i] else 1.0  # a recomputed kernel's collective runs again too
+        if typ in (Collective.ALL_REDUCE, Collective.ALL_TO_ALL, Collective.ALL_GATHER):
+            out.append(CollectiveNeed(typ, by, tp, tile, i, count=count))
         elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
-            once[i] = r.all_reduce_periodic * by / nmb
+            # MoE: E / EP experts' gradients over DP / EP replicas (experts > 0)
+            out.append(CollectiveNeed(typ, by, dp, once, i, per=nmb, experts=k.num_expert))
         elif typ is Collective.EXPERT_ALL_TO_ALL:
-            tile[i] = _expert_ratios(ctx, k.num_expert).all_to_all * by
-        if runs[i]:
-            tile[i] *= 2.0  # a recomputed kernel's collective runs again too
-    return tile, once, ar
+            out.append(CollectiveNeed(typ, by, dp, tile, i, count=count, experts=k.num_expert))
+    return out
 
 
-def _expert_ratios(ctx: Lowering, num_expert: int) -> ExpertRatios:
-    """The expert-parallel terms of an E-expert kernel (docs/model.md, "Mixture of experts")."""
-
-    return network.expert_ratios(
-        ctx.spec.system, ctx.groups, num_expert,
-        separate_rs_ag_for_ar=ctx.spec.execution.separate_rs_ag_for_ar, quirks=ctx.quirks,
-    )  # fmt: skip
-
-
-def _edge_relayouts(ctx: Lowering, r: LLMRatios) -> list[float]:
-    """Per-tile time of the collective that re-lays each edge's tensor out between the
-    producer's and the consumer's sharding."""
+def edge_relayouts(ctx: Lowering) -> list[CollectiveNeed]:
+    """The collective that re-lays each edge's tensor out between the producer's and the
+    consumer's sharding, per tile, over the TP group."""
 
     kernels, st, sharding = ctx.spec.graph.kernels, ctx.structure, ctx.sharding
-    out = [0.0] * len(st.src)
+    out = []
     for e, (s, d) in enumerate(zip(st.src, st.dst)):
         up = upstream_layout(sharding[s])
         down = downstream_layout(kernels[d], st.operand[e], sharding[d])
         typ = relayout(up, down)
-        by = ctx.output_bytes(s)
-        if typ is Collective.ALL_GATHER:
-            out[e] = r.all_gather * by
-        elif typ is Collective.ALL_TO_ALL:
-            out[e] = r.all_to_all * by
+        if typ in (Collective.ALL_GATHER, Collective.ALL_TO_ALL):
+            out.append(CollectiveNeed(typ, ctx.output_bytes(s), Parallelism.TP,
+                                      NetworkTerm.EDGE_TILE, e))  # fmt: skip
     return out

@@ -21,14 +21,23 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from dfsearch.codes import Dim, KernelKind, ObjectiveKind, ServingPhase, WorkloadKind
-from dfsearch.cost import network
+from dfsearch.codes import (
+    Collective,
+    Dim,
+    KernelKind,
+    NetworkTerm,
+    ObjectiveKind,
+    Parallelism,
+    ServingPhase,
+    WorkloadKind,
+)
 from dfsearch.workload_specs import DEFAULT_MAX_BATCH, ServingWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
+    CollectiveNeed,
     DramUse,
     Lowering,
-    NetworkTerms,
+    NetworkNeeds,
     ServingStep,
     WorkloadModel,
     divisors,
@@ -36,8 +45,8 @@ from dfsearch.workloads.base import (
 from dfsearch.workloads.llm import (
     LLM,
     _check_pipeline_depth,
-    _edge_relayouts,
-    _kernel_collectives,
+    edge_relayouts,
+    kernel_collectives,
 )
 from dfsearch.workloads.network_rules import check_searched_network
 
@@ -181,21 +190,15 @@ class Serving(WorkloadModel):
         (final_ns = num_layer x sum of IIs + p2p, the step latency)."""
         return 1.0, float(ctx.batch.layers)
 
-    def network(self, ctx: Lowering) -> NetworkTerms:
+    def network(self, ctx: Lowering) -> NetworkNeeds:
         """The TP collectives and re-layouts of ``llm``; p2p = (PP - 1) pipeline hops."""
-
-        spec = ctx.spec
-        r = network.llm_ratios(
-            spec.system, ctx.shape, separate_rs_ag_for_ar=spec.execution.separate_rs_ag_for_ar,
-            quirks=ctx.quirks, placement=ctx.outer.placement,
-        )  # fmt: skip
-        tile, once, ar = _kernel_collectives(ctx, r)
-        edges = _edge_relayouts(ctx, r) if self.searches_sharding(spec.execution) else None
-        hop = _hop_ns(ctx, r.p2p)
-        return NetworkTerms(
-            kernel_tile_ns=tile, kernel_once_ns=once, kernel_all_reduce=ar, edge_tile_ns=edges,
-            ar_latency_ns=r.ar_latency, p2p_ns=(ctx.batch.pp - 1) * hop,
-        )  # fmt: skip
+        needs = kernel_collectives(ctx)
+        if self.searches_sharding(ctx.spec.execution):
+            needs += edge_relayouts(ctx)
+        if ctx.groups.pp_dim >= 0 and ctx.groups.pp > 1:
+            needs.append(CollectiveNeed(Collective.POINT_TO_POINT, _hop_bytes(ctx), Parallelism.PP,
+                                        NetworkTerm.PIPELINE, count=ctx.batch.pp - 1, hop=True))  # fmt: skip
+        return NetworkNeeds(tuple(needs), all_reduce_latency=True)
 
     def dram(self, ctx: Lowering, weight_bytes: float, extra_bytes: float) -> DramUse:
         """The stage's layers' weights, their dram_extra bytes and the KV cache of the batch
@@ -206,16 +209,10 @@ class Serving(WorkloadModel):
                        act_mult=1.0)  # fmt: skip
 
     def step(self, ctx: Lowering) -> ServingStep:
-
-        r = network.llm_ratios(
-            ctx.spec.system, ctx.shape,
-            separate_rs_ag_for_ar=ctx.spec.execution.separate_rs_ag_for_ar, quirks=ctx.quirks,
-            placement=ctx.outer.placement,
-        )  # fmt: skip
         wl, b = ctx.spec.workload, ctx.batch
         return ServingStep(
             phase=wl.phase, batch=b.micro_batch, tokens=wl.step_tokens, dp=b.dp, pp=b.pp,
-            layers=b.layers, layers_per_stage=b.layers_per_stage, hop_ns=_hop_ns(ctx, r.p2p),
+            layers=b.layers, layers_per_stage=b.layers_per_stage, hop_ns=ctx.fabric.hop_ns(_hop_bytes(ctx)),
             output_len=wl.output_len, kv_bytes=_kv_bytes(ctx),
         )  # fmt: skip
 
@@ -295,15 +292,11 @@ def _read_fraction(k: Kernel, batch: int, choice: Dim, tp: int) -> float:
     return (-(-size // tp)) / size
 
 
-def _hop_ns(ctx: Lowering, p2p_ratio: float) -> float:
-    """One pipeline hop: B x s_step x hidden x word / TP bytes at the PP links' ns per byte,
-    plus the PP dimension's link latency; 0 without a PP dimension."""
-    g = ctx.groups
-    if g.pp_dim < 0 or g.pp <= 1:
-        return 0.0
-    wl, sysm = ctx.spec.workload, ctx.spec.system
-    size = ctx.batch.micro_batch * wl.step_tokens * wl.hidden_dim * ctx.word / g.tp
-    return size * p2p_ratio + sysm.network[g.pp_dim].latency_ns(sysm.accelerator)
+def _hop_bytes(ctx: Lowering) -> float:
+    """What one pipeline hop sends: B x s_step x hidden x word / TP bytes (the fabric adds the
+    PP links' latency, ``Fabric.hop_ns``)."""
+    wl = ctx.spec.workload
+    return ctx.batch.micro_batch * wl.step_tokens * wl.hidden_dim * ctx.word / ctx.groups.tp
 
 
 def _kv_bytes(ctx: Lowering) -> float:

@@ -44,6 +44,11 @@ class Quirks:
     #: reproduces DFModel.
     p2p_without_pipeline: bool = False
 
+    @property
+    def is_default(self) -> bool:
+        """Every switch at its default (a spec without a ``[quirks]`` table)."""
+        return self == type(self)()
+
     @classmethod
     def dfmodel(cls) -> Quirks:
         """Every switch at DFModel's behaviour, the ones we fix by default included."""
