@@ -27,7 +27,7 @@ from dfsearch.mapping import load_partitioned_mapping
 from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.plan.partition_cut import PartitionInfeasible, solve_partition
 from dfsearch.report import partition_lines
-from dfsearch.result import PhaseResult, PlanSection, RunResult, SearchStats, Violation
+from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import PROOF_REL_TOL, full_sharding, search
 from dfsearch.search.objective import objective_of
@@ -246,10 +246,12 @@ class Partition:
         d, plan, kept = load_partitioned_mapping(mapping, spec)
         return evaluate(kept, d), plan
 
-    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: PartitionPlan,
+    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: PartitionPlan | None,
                        stats: SearchStats) -> RunResult:
+        """``record`` is None when the mapping is infeasible (no partition was priced)."""
+        section = NO_SECTION if record is None else PartitionSection(record)
         return RunResult(spec, evaluation, stats, partition=record, plan=self.name,
-                         section=PartitionSection(record))  # fmt: skip
+                         section=section)  # fmt: skip
 
 
 PARTITION = Partition()

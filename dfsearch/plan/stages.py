@@ -55,7 +55,7 @@ from dfsearch.cost.stages import (
 from dfsearch.mapping import load_staged_mapping
 from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.report import stage_lines, stage_timing
-from dfsearch.result import PhaseResult, PlanSection, RunResult, SearchStats, Violation
+from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import PROOF_REL_TOL, outer_sharding, search
 from dfsearch.search.objective import objective_of
@@ -519,10 +519,12 @@ class Stages:
         m = load_staged_mapping(mapping, spec)
         return evaluate_staged(spec, m.decisions, m.stage_layers)
 
-    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: StagePlan,
+    def mapping_result(self, spec: Spec, evaluation: Evaluation, record: StagePlan | None,
                        stats: SearchStats) -> RunResult:
+        """``record`` is None when the mapping is infeasible (no stages were composed)."""
+        section = NO_SECTION if record is None else StagesSection(record)
         return RunResult(spec, evaluation, stats, stages=record, plan=self.name,
-                         section=StagesSection(record))  # fmt: skip
+                         section=section)  # fmt: skip
 
 
 STAGES = Stages()
