@@ -346,7 +346,7 @@ class SearchSettings:
 @dataclass(**_FROZEN)
 class StagePiece:
     """The role of a graph that is one piece of a pipeline stage of a whole model (set by
-    ``search/stages.py`` on the specs of the pieces it searches; no spec file sets it):
+    ``plan/stages.py`` on the specs of the pieces it searches; no spec file sets it):
     the graph runs ``runs`` times per micro-batch in its stage, and the stage's other pieces
     keep ``resident_bytes`` of fixed DRAM per chip beside it."""
 
@@ -367,7 +367,7 @@ class Spec:
     search: SearchSettings = SearchSettings()
     training: Training = Training()
     speculative: Speculative | None = None  #: ``[speculative]`` (llm_serving decode only)
-    #: the graph is one piece of a pipeline stage (``search/stages.py`` only)
+    #: the graph is one piece of a pipeline stage (``plan/stages.py`` only)
     piece: StagePiece | None = None
     #: ``[quirks]``: DFModel's number-changing behaviours in effect (docs/spec.md); every
     #: part of the model reads them from here

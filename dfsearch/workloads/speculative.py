@@ -8,7 +8,7 @@ model verifies them in ONE step that processes every proposed token against its 
 (weights and KV read once; compute and activations x tokens). Each verification step yields
 E tokens on average, so the time per generated token is (K x T_draft + T_verify) / E. Plain
 Python: no numpy, no numba (the search that composes the steps is
-``dfsearch.search.speculative``).
+``dfsearch.plan.speculative``).
 """
 
 from __future__ import annotations
