@@ -1,0 +1,184 @@
+"""``dfsearch serve SPEC``: read a serve spec, search, and explain the answer
+(docs/serving.md, "Capacity search").
+
+:func:`serve` returns the report's lines and writes the ``--json`` and ``--csv`` outputs;
+with no deployment meeting the SLOs it raises :class:`InfeasibleError` (exit code 1) naming
+the closest deployment and the SLO it breaks, by how much. Bad input: :class:`SpecError`
+(exit code 2).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from dfsearch.capacity.deployments import Outcome
+from dfsearch.capacity.mapped_steps import (
+    Shape,
+    StepCache,
+    batch_grid,
+    context_grid,
+    digest,
+    prefill_grid,
+    replica_model,
+)
+from dfsearch.capacity.search import SearchResult, search
+from dfsearch.capacity.serve_spec import ServeSpec, read_serve_spec
+from dfsearch.capacity.spec_measure import SpecMeasure
+from dfsearch.capacity.traffic import requests
+from dfsearch.errors import InfeasibleError, Issue, SpecError
+from dfsearch.loader import spec_from_data
+
+__all__ = ["serve", "Answer", "answer", "COLUMNS"]
+
+COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_tp", "prefill_pp", "prefill_replicas", "tp", "pp",
+           "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+           "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "preemptions",
+           "ttft_excess", "tpot_excess", "meets_slos", "note")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    serve: ServeSpec
+    result: SearchResult
+    step_searches: int
+
+
+def answer(path: Path) -> Answer:
+    """Search the serve spec at ``path`` (the step points through dfsearch's own search)."""
+    data, serve = read_serve_spec(path)
+    base = spec_from_data(data, file=str(path), base_dir=path.parent)
+    kind = getattr(base.workload, "kind", None)
+    if getattr(kind, "label", None) != "llm_serving":
+        raise SpecError(Issue("workload.kind", f'must be "llm_serving" for dfsearch serve. Got '
+                              f"{getattr(kind, 'label', kind)!r} instead."), file=str(path))
+    dram = base.system.memory.dram_bytes
+    if not dram > 0:
+        raise SpecError(Issue("system.memory.dram_bytes", "must be > 0 for dfsearch serve (the KV cache lives "
+                              f"in what the weights leave). Got {dram!r} instead."), file=str(path))
+    reqs = requests(serve.traffic, serve.requests, serve.seed)
+    cache = StepCache(SpecMeasure(data, str(path), serve.scale_out_bw_GBps), digest(data))
+    grids = {"prefills": prefill_grid({max(c, b) for c in serve.chunk_tokens for b in serve.batch_caps}),
+             "batches": batch_grid(serve.batch_caps),
+             "contexts": context_grid(int(reqs.prompt_tokens.min()) + 1,
+                                      int((reqs.prompt_tokens + reqs.output_tokens).max()))}
+
+    def model_of(shape: Shape):
+        return replica_model(cache, shape, usable_bytes_per_chip=serve.memory_fraction * dram, **grids)
+
+    return Answer(serve, search(serve, reqs, model_of), cache.searches)
+
+
+def serve(path: Path, *, json_out: str | None = None, csv_out: Path | None = None) -> list[str]:
+    """The report of :func:`answer`; writes ``csv_out`` (every deployment looked at) and
+    ``json_out`` ('-': returned as the only line)."""
+    a = answer(path)
+    if csv_out is not None:
+        _write(csv_out, csv_text(a.result.outcomes))
+    lines = report(path, a)
+    if json_out is not None:
+        text = json.dumps(to_json(a), indent=2, default=lambda o: None) + "\n"
+        if json_out == "-":
+            lines = [text.rstrip("\n")]
+        else:
+            _write(Path(json_out), text)
+    if a.result.best is None:
+        raise InfeasibleError(infeasible_message(a))
+    return lines
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise SpecError(f"cannot write: {e.strerror or e}.", file=str(path)) from None
+
+
+def row(o: Outcome) -> dict:
+    c = o.candidate
+    p = c.prefill_shape
+    return {"mode": c.mode.label, "chips": c.chips, "dollars_per_hour": o.dollars_per_hour,
+            "prefill_tp": p.tp if p else "", "prefill_pp": p.pp if p else "",
+            "prefill_replicas": c.prefill_replicas if p else "", "tp": c.shape.tp, "pp": c.shape.pp,
+            "replicas": c.replicas, "batch_cap": c.batch_cap, "chunk_tokens": c.chunk_tokens,
+            "ttft_p50_s": o.ttft[0], "ttft_p99_s": o.ttft[1], "tpot_p50_s": o.tpot[0], "tpot_p99_s": o.tpot[1],
+            "e2e_p99_s": o.e2e_p99_s, "goodput_per_s": o.goodput_per_s, "slo_attainment": o.slo_attainment,
+            "output_tokens_per_s": o.output_tokens_per_s, "preemptions": o.preemptions,
+            "ttft_excess": o.ttft_excess, "tpot_excess": o.tpot_excess,
+            "meets_slos": o.feasible and not o.note, "note": o.note}
+
+
+def csv_text(outcomes) -> str:
+    out = io.StringIO()
+    w = csv.DictWriter(out, COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for o in outcomes:
+        w.writerow({k: ("" if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row(o).items()})
+    return out.getvalue()
+
+
+def to_json(a: Answer) -> dict:
+    r = a.result
+
+    def clean(d: dict) -> dict:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+    return {"best": clean(row(r.best)) if r.best else None,
+            "runner_up": clean(row(r.runner_up)) if r.runner_up else None,
+            "closest": None if r.best else (clean(row(r.closest)) if r.closest else None),
+            "front": [clean(row(o)) for o in r.front], "looked_at": len(r.outcomes),
+            "simulations": r.simulations, "step_searches": a.step_searches,
+            "unfit_shapes": [{"tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit]}
+
+
+def _slo_line(o: Outcome, s: ServeSpec) -> str:
+    return (f"P99 TTFT {o.ttft[1]:.4g} s (SLO {s.ttft_p99_s:g} s, {o.ttft_excess:+.0%}), "
+            f"P99 TPOT {o.tpot[1] * 1e3:.4g} ms (SLO {s.tpot_p99_s * 1e3:g} ms, {o.tpot_excess:+.0%})")
+
+
+def report(path: Path, a: Answer) -> list[str]:
+    s, r = a.serve, a.result
+    t = s.traffic
+    lines = [f"{path}: {s.rate_per_s:g} requests/s, prompt {t.prompt}, output {t.output}, {s.requests} "
+             f"requests (seed {s.seed}); SLOs P99 TTFT <= {s.ttft_p99_s:g} s, P99 TPOT <= {s.tpot_p99_s * 1e3:g} ms",
+             f"searched: modes {', '.join(m.label for m in s.modes)}; TP {list(s.tp)} x PP {list(s.pp)}; batch caps "
+             f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; exhaustive with "
+             f"bounds (docs/serving.md): {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
+             f"{a.step_searches} step searches (each point searched once)"]
+    lines += [f"  cannot serve: {sh}: {why}" for sh, why in r.unfit]
+    b = r.best
+    if b is None:
+        return lines
+    lines += [f"best: {b.candidate.describe()}",
+              f"  cost ${b.dollars_per_hour:,.2f}/h ({s.dollars_per_chip_hour:g} $/chip-h), goodput "
+              f"{b.goodput_per_s:.4g} requests/s ({b.slo_attainment:.1%} meet both SLOs), "
+              f"{b.output_tokens_per_s:,.0f} output tokens/s",
+              f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; TPOT P50 {b.tpot[0] * 1e3:.4g} ms, "
+              f"P99 {b.tpot[1] * 1e3:.4g} ms; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
+              f"  binds: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of its SLO)"]
+    u = r.runner_up
+    if u is not None:
+        lines.append(f"  why not fewer chips: {u.candidate.describe()} fails the {u.binding} SLO: {_slo_line(u, s)}")
+    else:
+        lines.append("  why not fewer chips: every cheaper deployment was ruled out by a bound without simulation "
+                     "(unloaded latency or throughput: --csv lists them)")
+    lines.append("cost vs goodput front: " + "; ".join(
+        f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
+    return lines
+
+
+def infeasible_message(a: Answer) -> str:
+    s, c = a.serve, a.result.closest
+    head = f"no deployment of <= {s.max_chips} chips meets the SLOs at {s.rate_per_s:g} requests/s"
+    if c is None:
+        why = "; ".join(f"{sh}: {w}" for sh, w in a.result.unfit)
+        return f"{head}: no replica shape can serve ({why})."
+    if c.note and math.isnan(c.tpot[1]):
+        return (f"{head}. Closest: {c.candidate.describe()} ({c.note}); binding: "
+                f"{'TTFT' if c.ttft_excess >= c.tpot_excess else 'TPOT'} by "
+                f"{max(c.ttft_excess, c.tpot_excess):+.0%}.")
+    return f"{head}. Closest: {c.candidate.describe()}: {_slo_line(c, s)}; binding: {c.binding}."

@@ -1,0 +1,321 @@
+"""The capacity search of ``dfsearch serve``: the cheapest deployment meeting the SLOs at a
+request rate (docs/serving.md, "Capacity search").
+
+The space: every mode, replica shape (TP x PP from the lists, at most ``max_chips``), batch
+cap and chunk size, and every replica count (co-located) or prefill and decode replica
+counts (disaggregated) within ``max_chips``. It is searched exhaustively, with three prunes
+that drop nothing cheaper than the answer:
+
+1. **Unloaded latency.** A replica shape and limits whose requests, each alone on an idle
+   replica, already have a P99 TTFT (its chunks' prefill times) or a P99 TPOT (one decode
+   at batch 1) above the SLO fail at any replica count: not simulated.
+2. **Throughput bound.** Each replica is busy at least ``prompt tokens x min_n t(n) / n``
+   per request prefilling and ``(output - 1) x min_b t_b / b`` decoding (``t(n)``: a prefill
+   iteration of n <= budget tokens; ``t_b``: a decode iteration of b <= cap sequences at the
+   shortest context), so replicas >= rate x the larger of the two means (co-located; each
+   pool its own term when split). Counts below it are not simulated.
+3. **Cost bound.** Candidates go in the order of their bound's chips; once a deployment
+   meets the SLOs, those whose bound needs more chips are not simulated, and for each shape
+   and limits the counts go up from the bound and stop at the first that meets the SLOs.
+
+Assumed: more replicas never break an SLO that fewer met (round robin over more replicas
+gives each a thinner stream). Disaggregated: the prefill pool alone decides the TTFT, so
+each prefill shape and chunk takes its fewest replicas meeting the TTFT SLO; the decode
+pool is then searched on the output stream of each such prefill pool, cheapest first.
+
+The answer: the fewest chips (cost = chips x price per chip-hour), ties to the higher
+goodput, then co-located before disaggregated, then the order of enumeration.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dfsearch.capacity.deployments import (
+    Candidate,
+    Outcome,
+    Slos,
+    fits_kv,
+    outcome,
+    pruned,
+    run_colocated,
+    run_decode_pool,
+    run_prefill_pool,
+    transfer_s,
+)
+from dfsearch.capacity.mapped_steps import ReplicaModel, Shape, batch_grid, prefill_grid
+from dfsearch.capacity.serve_spec import WARMUP_FRACTION, ServeSpec
+from dfsearch.capacity.traffic import Requests
+from dfsearch.codes import ServeMode
+
+__all__ = ["SearchResult", "search", "pareto"]
+
+ModelOf = Callable[[Shape], "ReplicaModel | str"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    best: Outcome | None
+    outcomes: tuple[Outcome, ...]  #: every deployment looked at, in the order looked at
+    front: tuple[Outcome, ...]  #: cost vs goodput Pareto front of the simulated ones
+    simulations: int
+    unfit: tuple[tuple[Shape, str], ...]  #: replica shapes that cannot serve, and why
+
+    @property
+    def runner_up(self) -> Outcome | None:
+        """Of the simulated deployments failing the SLOs with fewer chips than the best (else
+        as many), the one nearest the SLOs (smallest worst excess), then the most chips."""
+        if self.best is None:
+            return None
+        fails = [o for o in self.outcomes if not o.feasible and not o.note
+                 and o.candidate.chips <= self.best.candidate.chips]
+        return min(fails, key=lambda o: (o.candidate.chips == self.best.candidate.chips,
+                                         max(o.ttft_excess, o.tpot_excess), -o.candidate.chips), default=None)
+
+    @property
+    def closest(self) -> Outcome | None:
+        """With no answer: the looked-at deployment nearest the SLOs (smallest worst excess)."""
+        return min(self.outcomes, key=lambda o: (max(o.ttft_excess, o.tpot_excess), o.candidate.chips),
+                   default=None)
+
+
+@dataclass
+class _Ledger:
+    """What the search has seen (local to one search)."""
+
+    serve: ServeSpec
+    reqs: Requests
+    slos: Slos
+    outcomes: list[Outcome] = field(default_factory=list)
+    best: Outcome | None = None
+    simulations: int = 0
+
+    def record(self, o: Outcome) -> Outcome:
+        self.outcomes.append(o)
+        if o.feasible and not o.note and (self.best is None or _rank(o) < _rank(self.best)):
+            self.best = o
+        return o
+
+    def beaten(self, chips: int) -> bool:
+        return self.best is not None and chips > self.best.candidate.chips
+
+
+def _rank(o: Outcome) -> tuple:
+    return (o.candidate.chips, -o.goodput_per_s, o.candidate.mode)
+
+
+def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
+    """The cheapest deployment of ``serve``'s space meeting its SLOs on ``reqs``."""
+    slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s, serve.dollars_per_chip_hour)
+    led = _Ledger(serve, reqs, slos)
+    shapes = sorted({Shape(tp, pp) for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips})
+    models, unfit = {}, []
+    for s in shapes:
+        m = model_of(s)
+        if isinstance(m, str):
+            unfit.append((s, m))
+        else:
+            models[s] = m
+    if ServeMode.COLOCATED in serve.modes:
+        _colocated(led, models)
+    if ServeMode.DISAGGREGATED in serve.modes:
+        _disaggregated(led, models)
+    sims = [o for o in led.outcomes if not o.note]
+    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit))
+
+
+def pareto(outcomes: list[Outcome]) -> tuple[Outcome, ...]:
+    """The outcomes no other beats on both cost (lower) and goodput (higher), by cost; a
+    goodput of 0 is on no front."""
+    front, top = [], 0.0
+    for o in sorted(outcomes, key=lambda o: (o.dollars_per_hour, -o.goodput_per_s)):
+        if o.goodput_per_s > top:
+            front.append(o)
+            top = o.goodput_per_s
+    return tuple(front)
+
+
+# ---- bounds -------------------------------------------------------------------------------------
+def _prefill_alone_s(steps, prompt: np.ndarray, budget: int) -> np.ndarray:
+    """Each prompt's prefill alone, in chunks of ``budget`` (a lower bound: each chunk's
+    context taken as its own tokens)."""
+    full, rest = np.divmod(prompt, budget)
+    t_rest = np.array([float(steps.step_s(int(r), 0, int(r))) if r else 0.0 for r in rest.tolist()])
+    return full * float(steps.step_s(budget, 0, budget)) + t_rest
+
+
+def _per_prefill_token_s(steps, budget: int) -> float:
+    return min(float(steps.step_s(n, 0, n)) / n for n in (*prefill_grid([budget]), budget) if n <= budget)
+
+
+def _per_decode_token_s(steps, cap: int, context: int) -> float:
+    return min(float(steps.step_s(0, b, b * context)) / b for b in batch_grid([cap]) if b <= cap)
+
+
+def _unloaded_tpot_s(steps, reqs: Requests) -> float:
+    t = [float(steps.step_s(0, 1, p + 1)) for p in np.unique(reqs.prompt_tokens).tolist()]
+    lookup = dict(zip(np.unique(reqs.prompt_tokens).tolist(), t, strict=True))
+    go = reqs.output_tokens > 1
+    return float(np.percentile([lookup[p] for p in reqs.prompt_tokens[go].tolist()], 99)) if go.any() else 0.0
+
+
+def _fewest(rate: float, seconds_per_request: float) -> int:
+    return max(1, math.ceil(rate * seconds_per_request - 1e-12))
+
+
+# ---- co-located ---------------------------------------------------------------------------------
+def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
+    serve, reqs = led.serve, led.reqs
+    todo = []
+    mean_p, mean_o = float(reqs.prompt_tokens.mean()), float((reqs.output_tokens - 1).mean())
+    ctx_lo = int(reqs.prompt_tokens.min()) + 1
+    for shape, m in models.items():
+        tpot0 = _unloaded_tpot_s(m.steps, reqs)
+        for cap in serve.batch_caps:
+            for chunk in serve.chunk_tokens:
+                c = Candidate(ServeMode.COLOCATED, shape, 1, cap, chunk)
+                budget = max(chunk, cap)
+                if cap > m.max_batch or budget > m.max_prefill_tokens:
+                    led.record(pruned(c, led.slos, f"no mapping of {shape} fits a batch above {m.max_batch} "
+                                      f"or a prefill above {m.max_prefill_tokens} tokens"))
+                    continue
+                if not fits_kv(m, reqs, serve.block_tokens):
+                    led.record(pruned(c, led.slos, "KV cache smaller than the longest request"))
+                    continue
+                ttft0 = float(np.percentile(_prefill_alone_s(m.steps, reqs.prompt_tokens, budget), 99))
+                if ttft0 > serve.ttft_p99_s or tpot0 > serve.tpot_p99_s:
+                    led.record(pruned(c, led.slos, f"unloaded P99 TTFT {ttft0:.4g} s, TPOT {tpot0:.4g} s",
+                                      ttft0 / serve.ttft_p99_s - 1, tpot0 / serve.tpot_p99_s - 1))
+                    continue
+                work = max(mean_p * _per_prefill_token_s(m.steps, budget),
+                           mean_o * _per_decode_token_s(m.steps, cap, ctx_lo))
+                r = _fewest(serve.rate_per_s, work)
+                todo.append((r * shape.chips, shape, cap, chunk, r))
+    def simulate_one(item) -> bool:
+        shape, cap, chunk, r = item
+        c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
+        led.simulations += 1
+        return led.record(outcome(c, reqs, *run_colocated(reqs, models[shape], c, serve.block_tokens),
+                                  led.slos)).feasible
+
+    _best_first(led, todo, simulate_one)
+
+
+def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple], bool], extra_chips: int = 0) -> None:
+    """Simulate the items ``(chips, shape, ..., count)`` fewest chips first (``extra_chips``
+    more for each, a fixed other pool); an item that fails comes back with one more replica
+    while it fits ``max_chips``; stop once the fewest chips left exceed the best's."""
+    heap = [(chips + extra_chips, i, item) for i, (chips, *item) in enumerate(todo)
+            if chips + extra_chips <= led.serve.max_chips]
+    heapq.heapify(heap)
+    while heap:
+        chips, i, item = heapq.heappop(heap)
+        if led.beaten(chips):
+            return
+        if simulate_one(tuple(item)):
+            continue
+        shape, count = item[0], item[-1]
+        if chips + shape.chips <= led.serve.max_chips:
+            heapq.heappush(heap, (chips + shape.chips, i, [*item[:-1], count + 1]))
+
+
+# ---- disaggregated ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _PrefillPool:
+    shape: Shape
+    chunk: int
+    replicas: int
+    first_token_s: np.ndarray
+    preemptions: np.ndarray
+    ttft_p99_s: float
+
+    @property
+    def chips(self) -> int:
+        return self.replicas * self.shape.chips
+
+
+def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], other_chips: int) -> list[_PrefillPool]:
+    """Each prefill shape and chunk with its fewest replicas meeting the TTFT SLO, fewest
+    chips first (``other_chips``: the fewest a decode pool needs)."""
+    serve, reqs = led.serve, led.reqs
+    w = int(WARMUP_FRACTION * len(reqs))
+    todo, out = [], []
+    for shape, m in models.items():
+        for chunk in serve.chunk_tokens:
+            c = Candidate(ServeMode.DISAGGREGATED, shape, 0, 0, chunk, shape, 1)
+            if chunk > m.max_prefill_tokens:
+                led.record(pruned(c, led.slos, f"no mapping of {shape} fits a prefill above "
+                                  f"{m.max_prefill_tokens} tokens"))
+                continue
+            if not fits_kv(m, reqs, serve.block_tokens, prompt_only=True):
+                led.record(pruned(c, led.slos, "prefill pool: KV cache smaller than the longest prompt"))
+                continue
+            ttft0 = float(np.percentile(_prefill_alone_s(m.steps, reqs.prompt_tokens, chunk), 99))
+            if ttft0 > serve.ttft_p99_s:
+                led.record(pruned(c, led.slos, f"prefill pool: unloaded P99 TTFT {ttft0:.4g} s",
+                                  ttft0 / serve.ttft_p99_s - 1, -math.inf))
+                continue
+            r0 = _fewest(serve.rate_per_s, float(reqs.prompt_tokens.mean()) * _per_prefill_token_s(m.steps, chunk))
+            todo.append((r0 * shape.chips, shape, chunk, r0))
+
+    def simulate_one(item) -> bool:
+        shape, chunk, r = item
+        led.simulations += 1
+        first, pre = run_prefill_pool(reqs, models[shape], r, chunk, serve.block_tokens)
+        p99 = float(np.percentile(first[w:] - reqs.arrival_s[w:], 99))
+        if p99 <= serve.ttft_p99_s:
+            out.append(_PrefillPool(shape, chunk, r, first, pre, p99))
+            return True
+        led.record(pruned(Candidate(ServeMode.DISAGGREGATED, shape, 0, 0, chunk, shape, r), led.slos,
+                          f"prefill pool alone: P99 TTFT {p99:.4g} s", p99 / serve.ttft_p99_s - 1, -math.inf))
+        return False
+
+    _best_first(led, todo, simulate_one, extra_chips=other_chips)
+    return sorted(out, key=lambda p: (p.chips, p.ttft_p99_s))
+
+
+def _disaggregated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
+    serve, reqs = led.serve, led.reqs
+    if not models:
+        return
+    ctx_lo = int(reqs.prompt_tokens.min()) + 1
+    mean_o = float((reqs.output_tokens - 1).mean())
+    decodes = []
+    for shape, m in models.items():
+        if not fits_kv(m, reqs, serve.block_tokens):
+            continue
+        if _unloaded_tpot_s(m.decode_only, reqs) > serve.tpot_p99_s:
+            continue
+        for cap in (c for c in serve.batch_caps if c <= m.max_batch):
+            d0 = _fewest(serve.rate_per_s, mean_o * _per_decode_token_s(m.decode_only, cap, ctx_lo))
+            decodes.append((d0 * shape.chips, shape, cap, d0))
+    decodes.sort()
+    if not decodes:
+        return
+    pools = _prefill_pools(led, models, decodes[0][0])
+    for pool in pools:
+        if not decodes or led.beaten(pool.chips + decodes[0][0]):
+            break
+        _decode_search(led, models, pool, decodes)
+
+
+def _decode_search(led: _Ledger, models: dict[Shape, ReplicaModel], pool: _PrefillPool,
+                   decodes: list[tuple]) -> None:
+    """The decode pools after ``pool``, fewest chips first (``_best_first``)."""
+    serve, reqs = led.serve, led.reqs
+
+    def simulate_one(item) -> bool:
+        shape, cap, d = item
+        pm, dm = models[pool.shape], models[shape]
+        moved = transfer_s(pm, dm, reqs.prompt_tokens, serve.scale_out_bw_GBps, serve.scale_out_latency_s)
+        c = Candidate(ServeMode.DISAGGREGATED, shape, d, cap, pool.chunk, pool.shape, pool.replicas)
+        led.simulations += 1
+        finish, pre = run_decode_pool(reqs, pool.first_token_s, moved, dm, d, cap, serve.block_tokens)
+        return led.record(outcome(c, reqs, pool.first_token_s, finish, pool.preemptions + pre, led.slos)).feasible
+
+    _best_first(led, decodes, simulate_one, extra_chips=pool.chips)
