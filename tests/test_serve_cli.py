@@ -1,0 +1,91 @@
+"""``dfsearch serve`` end to end on a small model: the answer, its outputs and exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dfsearch.capacity.command import COLUMNS
+from dfsearch.cli import app
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "dfsearch/examples/serve/serve_llama3_70b.toml"
+
+SMALL = {  # a small Llama-like model, so the step searches take a moment
+    "hidden_dim = 8192": "hidden_dim = 1024",
+    "num_head = 64": "num_head = 8",
+    "ffn_dim = 28672": "ffn_dim = 4096",
+    "num_layer = 80": "num_layer = 4",
+    "rate_per_s = 20.0": "rate_per_s = 1000.0",
+    "requests = 2000": "requests = 400",
+    "tp = [1, 2, 4, 8]": "tp = [1, 2]",
+    "max_chips = 64": "max_chips = 8",
+    "batch_caps = [32, 64, 128, 256]": "batch_caps = [16, 64]",
+    "ttft_p99_s = 1.0": "ttft_p99_s = 0.02",
+    "tpot_p99_s = 0.050": "tpot_p99_s = 0.0002",
+}
+
+
+def small_spec(tmp_path: Path, **more: str) -> Path:
+    text = EXAMPLE.read_text()
+    for old, new in {**SMALL, **more}.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "serve.toml"
+    path.write_text(text)
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_serve_answers_explains_and_writes_every_metric(tmp_path):
+    spec = small_spec(tmp_path)
+    r = invoke("serve", spec, "--csv", tmp_path / "all.csv", "--json", tmp_path / "a.json")
+    assert r.exit_code == 0, r.output
+    assert "best: " in r.output and "binds: " in r.output and "exhaustive" in r.output
+    rows = list(csv.DictReader((tmp_path / "all.csv").open()))
+    assert rows and tuple(rows[0]) == COLUMNS
+    answer = json.loads((tmp_path / "a.json").read_text())
+    best = answer["best"]
+    assert best["meets_slos"] and best["ttft_p99_s"] <= 0.02 and best["tpot_p99_s"] <= 0.0002
+    # no deployment that meets the SLOs has fewer chips than the answer, and some with fewer fail
+    assert all(int(x["chips"]) >= best["chips"] for x in rows if x["meets_slos"] == "True")
+    assert any(int(x["chips"]) < best["chips"] and x["note"] == "" for x in rows)
+    assert answer["runner_up"]["chips"] < best["chips"] and not answer["runner_up"]["meets_slos"]
+    assert answer["step_searches"] >= 1
+
+
+def test_serve_is_deterministic(tmp_path):
+    spec = small_spec(tmp_path)
+    assert invoke("serve", spec, "--csv", tmp_path / "a.csv").exit_code == 0
+    assert invoke("serve", spec, "--csv", tmp_path / "b.csv").exit_code == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_slos_no_deployment_meets_exit_1_naming_the_binding_slo(tmp_path):
+    r = invoke("serve", small_spec(tmp_path, **{"tpot_p99_s = 0.050": "tpot_p99_s = 1e-6"}))
+    assert r.exit_code == 1
+    assert "no deployment of <= 8 chips meets the SLOs" in r.output and "binding: TPOT" in r.output
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"max_chips = 64": "max_chips = 0"}, "serve.max_chips must be an integer >= 1. Got 0 instead."),
+    ({"modes = [": "mode = ["}, "serve.mode is not a [serve] key"),
+    ({"[serve]": "[served]"}, "serve is required"),
+])
+def test_bad_serve_input_is_one_line_and_exit_2(tmp_path, change, message):
+    r = invoke("serve", small_spec(tmp_path, **change))
+    assert r.exit_code == 2 and message in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_serve_help_names_the_rate_and_the_slos():
+    r = invoke("serve", "--help")
+    assert r.exit_code == 0
+    for word in ("rate_per_s", "ttft_p99_s", "tpot_p99_s", "cheapest"):
+        assert word in r.output
