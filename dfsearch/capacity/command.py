@@ -159,13 +159,22 @@ def report(path: Path, a: Answer) -> list[str]:
               f"{b.output_tokens_per_s:,.0f} output tokens/s",
               f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; TPOT P50 {b.tpot[0] * 1e3:.4g} ms, "
               f"P99 {b.tpot[1] * 1e3:.4g} ms; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
-              f"  binds: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of its SLO)"]
+              f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
     u = r.runner_up
     if u is not None:
-        lines.append(f"  why not fewer chips: {u.candidate.describe()} fails the {u.binding} SLO: {_slo_line(u, s)}")
-    else:
-        lines.append("  why not fewer chips: every cheaper deployment was ruled out by a bound without simulation "
-                     "(unloaded latency or throughput: --csv lists them)")
+        lines.append(f"  binds: the {u.binding} SLO -- with fewer chips the nearest miss breaks it by "
+                     f"{max(u.ttft_excess, u.tpot_excess):+.0%}")
+    fewer = [o for o in r.outcomes if o.candidate.chips < b.candidate.chips]
+    sims = sum(1 for o in fewer if not o.note)
+    lines.append(f"  fewer chips: {sims} deployments simulated, none meets the SLOs; "
+                 f"{len(fewer) - sims} ruled out by a bound or a prefill pool alone (--csv lists them)")
+    if u is not None:
+        lines.append(f"  nearest miss: {u.candidate.describe()}: {_slo_line(u, s)}")
+    for mode in s.modes:
+        ok = [o for o in r.outcomes if o.candidate.mode is mode and o.feasible and not o.note]
+        top = min(ok, key=lambda o: (o.candidate.chips, -o.goodput_per_s), default=None)
+        lines.append(f"  cheapest {mode.label} found: " + (top.candidate.describe() if top else
+                     f"none at <= {b.candidate.chips} chips (the search stops at the answer's chips)"))
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
     return lines
