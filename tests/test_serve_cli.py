@@ -77,6 +77,7 @@ def test_slos_no_deployment_meets_exit_1_naming_the_binding_slo(tmp_path):
     ({"max_chips = 64": "max_chips = 0"}, "serve.max_chips must be an integer >= 1. Got 0 instead."),
     ({"modes = [": "mode = ["}, "serve.mode is not a [serve] key"),
     ({"[serve]": "[served]"}, "serve is required"),
+    ({"dram_bytes = 80000000000": "dram_bytes = 0"}, "system.memory.dram_bytes must be > 0 for dfsearch serve"),
 ])
 def test_bad_serve_input_is_one_line_and_exit_2(tmp_path, change, message):
     r = invoke("serve", small_spec(tmp_path, **change))

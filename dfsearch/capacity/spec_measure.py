@@ -22,7 +22,7 @@ from typing import Any
 from dfsearch.api import run
 from dfsearch.capacity.mapped_steps import Measured, StepPoint
 from dfsearch.codes import ServingPhase
-from dfsearch.errors import InfeasibleError
+from dfsearch.errors import InfeasibleError, SpecError
 from dfsearch.loader import spec_from_data
 from dfsearch.workloads.serving import serving_metrics
 
@@ -53,7 +53,10 @@ class SpecMeasure:
         return d
 
     def __call__(self, point: StepPoint) -> Measured | str:
-        spec = spec_from_data(self.spec_data(point), file=self.file, base_dir=Path(self.file).parent)
+        try:
+            spec = spec_from_data(self.spec_data(point), file=self.file, base_dir=Path(self.file).parent)
+        except SpecError as e:  # e.g. more TP than heads: this shape cannot run the model
+            return "; ".join(i.render() for i in e.issues)
         try:
             result = run(spec)
         except InfeasibleError as e:
