@@ -161,21 +161,25 @@ def test_disaggregated_prefill_pool_of_one_prompt_per_iteration_is_m_d_1():
 
 # ---- the search against brute force -----------------------------------------------------------
 def _tiny(modes: list[str], **extra):
-    serve = serve_table({**BASE, "tp": [1, 2], "pp": [1], "max_chips": 6, "batch_caps": [2, 8],
-                         "chunk_tokens": [64, 256], "modes": modes, "scale_out_bw_GBps": 1.0, **extra},
-                        "t.toml", 1.0)
+    table = {**BASE, "tp": [1, 2], "pp": [1], "max_chips": 6, "batch_caps": [2, 8],
+             "chunk_tokens": [64, 256], "modes": modes, "scale_out_bw_GBps": 1.0, **extra}
+    if "chips" in extra:  # each chip has its own price
+        del table["dollars_per_chip_hour"]
+    serve = serve_table(table, "t.toml", 1.0)
     reqs = requests(serve.traffic, serve.requests, serve.seed)
 
     def model_of(shape: Shape):
-        steps = AffineSteps(0.004, 2e-4 / shape.tp, 1e-8 / shape.tp, kv_bytes_per_token=1000.0)
+        speed = 2.0 if shape.chip == "fast" else 1.0  # the "fast" chip: every time halved
+        steps = AffineSteps(0.004 / speed, 2e-4 / shape.tp / speed, 1e-8 / shape.tp / speed,
+                            kv_bytes_per_token=1000.0)
         return _model(shape, steps, kv=shape.chips * 4e6)
 
     return serve, reqs, model_of
 
 
 def _brute(serve, reqs, model_of) -> list:
-    slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s, serve.dollars_per_chip_hour)
-    shapes = [Shape(t, 1) for t in serve.tp]
+    slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s)
+    shapes = [Shape(t, 1, c.name, c.dollars_per_chip_hour) for c in serve.chips for t in serve.tp]
     out = []
     for shape, cap, chunk in itertools.product(shapes, serve.batch_caps, serve.chunk_tokens):
         m = model_of(shape)
@@ -210,11 +214,26 @@ def test_the_search_finds_the_cheapest_deployment_brute_force_finds(modes, load)
     every = _brute(serve, reqs, model_of)
     feasible = [o for o in every if o.feasible]
     assert feasible and len(feasible) < len(every), "the SLOs must bind in the tiny space for this test to mean anything"
-    fewest = min(o.candidate.chips for o in feasible)
-    assert got.best is not None and got.best.candidate.chips == fewest
-    top = max(o.goodput_per_s for o in feasible if o.candidate.chips == fewest)
+    cheapest = min((o.dollars_per_hour, o.candidate.chips) for o in feasible)
+    assert got.best is not None and (got.best.dollars_per_hour, got.best.candidate.chips) == cheapest
+    top = max(o.goodput_per_s for o in feasible if (o.dollars_per_hour, o.candidate.chips) == cheapest)
     assert got.best.goodput_per_s == top
     assert got.simulations < len(every)  # the bounds pruned something
+
+
+TWO_CHIPS = {"slow": {"dollars_per_chip_hour": 1.0}, "fast": {"dollars_per_chip_hour": 2.6}}
+
+
+@pytest.mark.parametrize("load", LOADS[:2])
+def test_with_two_chips_the_search_finds_the_cheapest_mix_brute_force_finds(load):
+    serve, reqs, model_of = _tiny(["colocated", "disaggregated"], **{**load, "chips": TWO_CHIPS, "max_chips": 4})
+    got = search(serve, reqs, model_of)
+    every = _brute(serve, reqs, model_of)
+    feasible = [o for o in every if o.feasible]
+    assert feasible and len(feasible) < len(every)
+    cheapest = min((o.dollars_per_hour, o.candidate.chips) for o in feasible)
+    assert got.best is not None and (got.best.dollars_per_hour, got.best.candidate.chips) == cheapest
+    assert {o.candidate.shape.chip for o in feasible} == {"slow", "fast"}  # both chips can serve
 
 
 def test_no_deployment_meeting_the_slos_gives_no_answer_and_the_closest_breaks_the_binding_slo():

@@ -90,3 +90,40 @@ def test_serve_help_names_the_rate_and_the_slos():
     assert r.exit_code == 0
     for word in ("rate_per_s", "ttft_p99_s", "tpot_p99_s", "cheapest"):
         assert word in r.output
+
+
+TWO_CHIPS = """
+[serve.chips.base]
+dollars_per_chip_hour = 3.0
+
+[serve.chips.big]                 # more and faster memory, same compute
+dollars_per_chip_hour = 4.0
+memory = { dram_bw_GBps = 4800.0, dram_bytes = 141000000000 }
+"""
+
+
+def test_serve_chips_offer_several_chips_and_the_answer_names_its_chip(tmp_path):
+    spec = small_spec(tmp_path, **{"dollars_per_chip_hour = 3.0\n": ""})
+    spec.write_text(spec.read_text() + TWO_CHIPS)
+    r = invoke("serve", spec, "--csv", tmp_path / "all.csv")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader((tmp_path / "all.csv").open()))
+    assert {x["chip"] for x in rows} == {"base", "big"}
+    best = min(float(x["dollars_per_hour"]) for x in rows if x["meets_slos"] == "True")
+    assert f"cost ${best:,.2f}/h" in r.output
+
+
+@pytest.mark.parametrize(("chips", "message"), [
+    (TWO_CHIPS, "serve.chips must be tables [serve.chips.<name>], each with its own dollars_per_chip_hour"),
+    ("\n[serve.chips.x]\ndollars_per_chip_hour = 1.0\nmemory = { dram_bw_GBps = 0 }\n",
+     "serve.chips.x: system.memory.dram_bw_GBps must be > 0"),
+    ("\n[serve.chips.x]\nprice = 1.0\n", "serve.chips.x.price is not a key of a chip"),
+])
+def test_a_bad_chip_table_is_named(tmp_path, chips, message):
+    spec = small_spec(tmp_path)
+    text = spec.read_text()
+    if "dollars_per_chip_hour = 1.0" in chips or "price" in chips:
+        text = text.replace("dollars_per_chip_hour = 3.0\n", "")
+    spec.write_text(text + chips)
+    r = invoke("serve", spec)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output

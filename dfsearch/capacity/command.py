@@ -27,15 +27,16 @@ from dfsearch.capacity.mapped_steps import (
     replica_model,
 )
 from dfsearch.capacity.search import SearchResult, search
-from dfsearch.capacity.serve_spec import ServeSpec, read_serve_spec
-from dfsearch.capacity.spec_measure import SpecMeasure
+from dfsearch.capacity.serve_spec import ChipOption, ServeSpec, read_serve_spec
+from dfsearch.capacity.spec_measure import SpecMeasure, chip_data
 from dfsearch.capacity.traffic import requests
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import spec_from_data
 
 __all__ = ["serve", "Answer", "answer", "COLUMNS"]
 
-COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_tp", "prefill_pp", "prefill_replicas", "tp", "pp",
+COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
+           "chip", "tp", "pp",
            "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
            "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "preemptions",
            "ttft_excess", "tpot_excess", "meets_slos", "note")
@@ -51,26 +52,37 @@ class Answer:
 def answer(path: Path) -> Answer:
     """Search the serve spec at ``path`` (the step points through dfsearch's own search)."""
     data, serve = read_serve_spec(path)
-    base = spec_from_data(data, file=str(path), base_dir=path.parent)
-    kind = getattr(base.workload, "kind", None)
-    if getattr(kind, "label", None) != "llm_serving":
-        raise SpecError(Issue("workload.kind", f'must be "llm_serving" for dfsearch serve. Got '
-                              f"{getattr(kind, 'label', kind)!r} instead."), file=str(path))
-    dram = base.system.memory.dram_bytes
-    if not dram > 0:
-        raise SpecError(Issue("system.memory.dram_bytes", "must be > 0 for dfsearch serve (the KV cache lives "
-                              f"in what the weights leave). Got {dram!r} instead."), file=str(path))
+    usable = {chip.name: serve.memory_fraction * _dram_bytes(path, data, chip) for chip in serve.chips}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
-    cache = StepCache(SpecMeasure(data, str(path), serve.scale_out_bw_GBps), digest(data))
+    cache = StepCache(SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips), digest(data))
     grids = {"prefills": prefill_grid({max(c, b) for c in serve.chunk_tokens for b in serve.batch_caps}),
              "batches": batch_grid(serve.batch_caps),
              "contexts": context_grid(int(reqs.prompt_tokens.min()) + 1,
                                       int((reqs.prompt_tokens + reqs.output_tokens).max()))}
 
     def model_of(shape: Shape):
-        return replica_model(cache, shape, usable_bytes_per_chip=serve.memory_fraction * dram, **grids)
+        return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip], **grids)
 
     return Answer(serve, search(serve, reqs, model_of), cache.searches)
+
+
+def _dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
+    """The DRAM per chip of ``chip``, after checking the spec with it (a bad chip table: the
+    error names it)."""
+    where = f"serve.chips.{chip.name}: " if chip.name else ""
+    try:
+        base = spec_from_data(chip_data(data, chip), file=str(path), base_dir=path.parent)
+    except SpecError as e:
+        raise SpecError([Issue(where + i.path, i.message) for i in e.issues], file=str(path)) from None
+    kind = getattr(base.workload, "kind", None)
+    if getattr(kind, "label", None) != "llm_serving":
+        raise SpecError(Issue("workload.kind", f'must be "llm_serving" for dfsearch serve. Got '
+                              f"{getattr(kind, 'label', kind)!r} instead."), file=str(path))
+    dram = base.system.memory.dram_bytes
+    if not dram > 0:
+        raise SpecError(Issue(where + "system.memory.dram_bytes", "must be > 0 for dfsearch serve (the KV cache "
+                              f"lives in what the weights leave). Got {dram!r} instead."), file=str(path))
+    return dram
 
 
 def serve(path: Path, *, json_out: str | None = None, csv_out: Path | None = None) -> list[str]:
@@ -102,7 +114,7 @@ def row(o: Outcome) -> dict:
     c = o.candidate
     p = c.prefill_shape
     return {"mode": c.mode.label, "chips": c.chips, "dollars_per_hour": o.dollars_per_hour,
-            "prefill_tp": p.tp if p else "", "prefill_pp": p.pp if p else "",
+            "prefill_chip": p.chip if p else "", "chip": c.shape.chip, "prefill_tp": p.tp if p else "", "prefill_pp": p.pp if p else "",
             "prefill_replicas": c.prefill_replicas if p else "", "tp": c.shape.tp, "pp": c.shape.pp,
             "replicas": c.replicas, "batch_cap": c.batch_cap, "chunk_tokens": c.chunk_tokens,
             "ttft_p50_s": o.ttft[0], "ttft_p99_s": o.ttft[1], "tpot_p50_s": o.tpot[0], "tpot_p99_s": o.tpot[1],
@@ -154,7 +166,7 @@ def report(path: Path, a: Answer) -> list[str]:
     if b is None:
         return lines
     lines += [f"best: {b.candidate.describe()}",
-              f"  cost ${b.dollars_per_hour:,.2f}/h ({s.dollars_per_chip_hour:g} $/chip-h), goodput "
+              f"  cost ${b.dollars_per_hour:,.2f}/h, goodput "
               f"{b.goodput_per_s:.4g} requests/s ({b.slo_attainment:.1%} meet both SLOs), "
               f"{b.output_tokens_per_s:,.0f} output tokens/s",
               f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; TPOT P50 {b.tpot[0] * 1e3:.4g} ms, "
@@ -162,19 +174,20 @@ def report(path: Path, a: Answer) -> list[str]:
               f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
     u = r.runner_up
     if u is not None:
-        lines.append(f"  binds: the {u.binding} SLO -- with fewer chips the nearest miss breaks it by "
+        lines.append(f"  binds: the {u.binding} SLO -- cheaper, the nearest miss breaks it by "
                      f"{max(u.ttft_excess, u.tpot_excess):+.0%}")
-    fewer = [o for o in r.outcomes if o.candidate.chips < b.candidate.chips]
-    sims = sum(1 for o in fewer if not o.note)
-    lines.append(f"  fewer chips: {sims} deployments simulated, none meets the SLOs; "
-                 f"{len(fewer) - sims} ruled out by a bound or a prefill pool alone (--csv lists them)")
+    cheaper = [o for o in r.outcomes if o.dollars_per_hour < b.dollars_per_hour - 1e-6]
+    sims = sum(1 for o in cheaper if not o.note)
+    lines.append(f"  cheaper: {sims} deployments simulated, none meets the SLOs; "
+                 f"{len(cheaper) - sims} ruled out by a bound or a prefill pool alone (--csv lists them)")
     if u is not None:
         lines.append(f"  nearest miss: {u.candidate.describe()}: {_slo_line(u, s)}")
     for mode in s.modes:
         ok = [o for o in r.outcomes if o.candidate.mode is mode and o.feasible and not o.note]
-        top = min(ok, key=lambda o: (o.candidate.chips, -o.goodput_per_s), default=None)
-        lines.append(f"  cheapest {mode.label} found: " + (top.candidate.describe() if top else
-                     f"none at <= {b.candidate.chips} chips (the search stops at the answer's chips)"))
+        top = min(ok, key=lambda o: (o.dollars_per_hour, o.candidate.chips, -o.goodput_per_s), default=None)
+        lines.append(f"  cheapest {mode.label} found: " + (
+            f"{top.candidate.describe()}, ${top.dollars_per_hour:,.2f}/h" if top else
+            f"none at <= ${b.dollars_per_hour:,.2f}/h (the search stops at the answer's cost)"))
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
     return lines

@@ -48,7 +48,6 @@ class Slos:
     ttft_p99_s: float
     tpot_p99_s: float
     rate_per_s: float
-    dollars_per_chip_hour: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +67,11 @@ class Candidate:
     def chips(self) -> int:
         extra = self.prefill_replicas * self.prefill_shape.chips if self.prefill_shape else 0
         return self.replicas * self.shape.chips + extra
+
+    @property
+    def dollars_per_hour(self) -> float:
+        extra = self.prefill_replicas * self.prefill_shape.dollars_per_hour if self.prefill_shape else 0.0
+        return self.replicas * self.shape.dollars_per_hour + extra
 
     def describe(self) -> str:
         if self.mode is ServeMode.COLOCATED:
@@ -168,7 +172,7 @@ def outcome(c: Candidate, reqs: Requests, first: np.ndarray, finish: np.ndarray,
     good = (ttft <= slos.ttft_p99_s) & ~(tpot > slos.tpot_p99_s)
     t, p = percentiles(ttft), percentiles(tpot[~np.isnan(tpot)])
     window = float(fin.max() - arrival[0])
-    return Outcome(c, c.chips * slos.dollars_per_chip_hour, (t.p50, t.p99), (p.p50, p.p99),
+    return Outcome(c, c.dollars_per_hour, (t.p50, t.p99), (p.p50, p.p99),
                    percentiles(fin - arrival).p99, slos.rate_per_s * float(good.mean()), float(good.mean()),
                    float(out.sum()) / window, int(preempt[w:].sum()),
                    t.p99 / slos.ttft_p99_s - 1, (p.p99 / slos.tpot_p99_s - 1) if not math.isnan(p.p99) else -1.0)
@@ -178,5 +182,5 @@ def pruned(c: Candidate, slos: Slos, note: str, ttft_excess: float = math.inf,
            tpot_excess: float = math.inf) -> Outcome:
     """A deployment not simulated: ``note`` says why."""
     nan = float("nan")
-    return Outcome(c, c.chips * slos.dollars_per_chip_hour, (nan, nan), (nan, nan), nan, nan, nan, nan, 0,
+    return Outcome(c, c.dollars_per_hour, (nan, nan), (nan, nan), nan, nan, nan, nan, 0,
                    ttft_excess, tpot_excess, note)

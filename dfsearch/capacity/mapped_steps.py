@@ -51,7 +51,7 @@ import hashlib
 import json
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,17 +65,26 @@ __all__ = ["Shape", "StepPoint", "Measured", "StepCache", "MappedSteps", "FreePr
 
 @dataclass(frozen=True, slots=True, order=True)
 class Shape:
-    """A replica's mapping shape: ``tp`` x ``pp`` chips (DP 1 inside a replica)."""
+    """A replica's mapping shape: ``tp`` x ``pp`` chips (DP 1 inside a replica) of the chip
+    named ``chip`` ("" when the spec offers one chip), at ``dollars_per_chip_hour`` (not
+    part of the shape's identity)."""
 
     tp: int
     pp: int
+    chip: str = ""
+    dollars_per_chip_hour: float = field(default=0.0, compare=False)
 
     @property
     def chips(self) -> int:
         return self.tp * self.pp
 
+    @property
+    def dollars_per_hour(self) -> float:
+        """One replica's price."""
+        return self.chips * self.dollars_per_chip_hour
+
     def __str__(self) -> str:
-        return f"TP {self.tp} x PP {self.pp}"
+        return f"TP {self.tp} x PP {self.pp}" + (f" {self.chip}" if self.chip else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,17 +14,19 @@ that drop nothing cheaper than the answer:
    iteration of n <= budget tokens; ``t_b``: a decode iteration of b <= cap sequences at the
    shortest context), so replicas >= rate x the larger of the two means (co-located; each
    pool its own term when split). Counts below it are not simulated.
-3. **Cost bound.** Candidates go in the order of their bound's chips; once a deployment
-   meets the SLOs, those whose bound needs more chips are not simulated, and for each shape
-   and limits the counts go up from the bound and stop at the first that meets the SLOs.
+3. **Cost bound.** Candidates go cheapest first (dollars per hour, then chips), each shape
+   and limits from its bound up one replica at a time until it meets the SLOs; once one
+   does, nothing dearer is simulated.
 
 Assumed: more replicas never break an SLO that fewer met (round robin over more replicas
 gives each a thinner stream). Disaggregated: the prefill pool alone decides the TTFT, so
 each prefill shape and chunk takes its fewest replicas meeting the TTFT SLO; the decode
 pool is then searched on the output stream of each such prefill pool, cheapest first.
 
-The answer: the fewest chips (cost = chips x price per chip-hour), ties to the higher
-goodput, then co-located before disaggregated, then the order of enumeration.
+The answer: the lowest cost (replicas x chips x the chip's price per chip-hour, summed over
+the pools), then the fewest chips, then the higher goodput, then co-located before
+disaggregated, then the order of enumeration. With ``[serve.chips]`` every shape is tried on
+every chip, and the two pools of a split deployment may use different chips.
 """
 
 from __future__ import annotations
@@ -68,19 +70,19 @@ class SearchResult:
 
     @property
     def runner_up(self) -> Outcome | None:
-        """Of the simulated deployments failing the SLOs with fewer chips than the best (else
-        as many), the one nearest the SLOs (smallest worst excess), then the most chips."""
+        """Of the simulated deployments failing the SLOs that cost less than the best (else as
+        much), the one nearest the SLOs (smallest worst excess), then the dearest."""
         if self.best is None:
             return None
-        fails = [o for o in self.outcomes if not o.feasible and not o.note
-                 and o.candidate.chips <= self.best.candidate.chips]
-        return min(fails, key=lambda o: (o.candidate.chips == self.best.candidate.chips,
-                                         max(o.ttft_excess, o.tpot_excess), -o.candidate.chips), default=None)
+        top = _cost(self.best.candidate)
+        fails = [o for o in self.outcomes if not o.feasible and not o.note and _cost(o.candidate) <= top]
+        return min(fails, key=lambda o: (_cost(o.candidate) == top, max(o.ttft_excess, o.tpot_excess),
+                                         -o.dollars_per_hour), default=None)
 
     @property
     def closest(self) -> Outcome | None:
         """With no answer: the looked-at deployment nearest the SLOs (smallest worst excess)."""
-        return min(self.outcomes, key=lambda o: (max(o.ttft_excess, o.tpot_excess), o.candidate.chips),
+        return min(self.outcomes, key=lambda o: (max(o.ttft_excess, o.tpot_excess), _cost(o.candidate)),
                    default=None)
 
 
@@ -101,19 +103,26 @@ class _Ledger:
             self.best = o
         return o
 
-    def beaten(self, chips: int) -> bool:
-        return self.best is not None and chips > self.best.candidate.chips
+    def beaten(self, cost: tuple[float, int]) -> bool:
+        """Whether a deployment of ``cost`` (dollars per hour, chips) costs more than the best."""
+        return self.best is not None and cost > _cost(self.best.candidate)
+
+
+def _cost(c: Candidate) -> tuple[float, int]:
+    """Dollars per hour (rounded to a micro-dollar: sums of prices compare equal), then chips."""
+    return (round(c.dollars_per_hour, 6), c.chips)
 
 
 def _rank(o: Outcome) -> tuple:
-    return (o.candidate.chips, -o.goodput_per_s, o.candidate.mode)
+    return (*_cost(o.candidate), -o.goodput_per_s, o.candidate.mode)
 
 
 def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
     """The cheapest deployment of ``serve``'s space meeting its SLOs on ``reqs``."""
-    slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s, serve.dollars_per_chip_hour)
+    slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s)
     led = _Ledger(serve, reqs, slos)
-    shapes = sorted({Shape(tp, pp) for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips})
+    shapes = [Shape(tp, pp, chip.name, chip.dollars_per_chip_hour) for chip in serve.chips
+              for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips]
     models, unfit = {}, []
     for s in shapes:
         m = model_of(s)
@@ -195,7 +204,7 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                 work = max(mean_p * _per_prefill_token_s(m.steps, budget),
                            mean_o * _per_decode_token_s(m.steps, cap, ctx_lo))
                 r = _fewest(serve.rate_per_s, work)
-                todo.append((r * shape.chips, shape, cap, chunk, r))
+                todo.append((shape, cap, chunk, r))
     def simulate_one(item) -> bool:
         shape, cap, chunk, r = item
         c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
@@ -206,22 +215,26 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
     _best_first(led, todo, simulate_one)
 
 
-def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple], bool], extra_chips: int = 0) -> None:
-    """Simulate the items ``(chips, shape, ..., count)`` fewest chips first (``extra_chips``
-    more for each, a fixed other pool); an item that fails comes back with one more replica
-    while it fits ``max_chips``; stop once the fewest chips left exceed the best's."""
-    heap = [(chips + extra_chips, i, item) for i, (chips, *item) in enumerate(todo)
-            if chips + extra_chips <= led.serve.max_chips]
+def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple], bool],
+                extra: tuple[float, int] = (0.0, 0)) -> None:
+    """Simulate the items ``(shape, ..., count)`` cheapest first (each with the dollars and
+    chips ``extra`` added: another pool, or a lower bound on it); an item that fails comes
+    back with one more replica while it fits ``max_chips``; stop once the cheapest left costs
+    more than the best."""
+    def cost(item) -> tuple[float, int]:
+        return (round(item[-1] * item[0].dollars_per_hour + extra[0], 6), item[-1] * item[0].chips + extra[1])
+
+    heap = [(cost(item), i, list(item)) for i, item in enumerate(todo) if cost(item)[1] <= led.serve.max_chips]
     heapq.heapify(heap)
     while heap:
-        chips, i, item = heapq.heappop(heap)
-        if led.beaten(chips):
+        key, i, item = heapq.heappop(heap)
+        if led.beaten(key):
             return
         if simulate_one(tuple(item)):
             continue
-        shape, count = item[0], item[-1]
-        if chips + shape.chips <= led.serve.max_chips:
-            heapq.heappush(heap, (chips + shape.chips, i, [*item[:-1], count + 1]))
+        item = [*item[:-1], item[-1] + 1]
+        if cost(item)[1] <= led.serve.max_chips:
+            heapq.heappush(heap, (cost(item), i, item))
 
 
 # ---- disaggregated ------------------------------------------------------------------------------
@@ -235,13 +248,14 @@ class _PrefillPool:
     ttft_p99_s: float
 
     @property
-    def chips(self) -> int:
-        return self.replicas * self.shape.chips
+    def cost(self) -> tuple[float, int]:
+        return (round(self.replicas * self.shape.dollars_per_hour, 6), self.replicas * self.shape.chips)
 
 
-def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], other_chips: int) -> list[_PrefillPool]:
-    """Each prefill shape and chunk with its fewest replicas meeting the TTFT SLO, fewest
-    chips first (``other_chips``: the fewest a decode pool needs)."""
+def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], decode: tuple[float, int]
+                   ) -> list[_PrefillPool]:
+    """Each prefill shape and chunk with its fewest replicas meeting the TTFT SLO, cheapest
+    first (``decode``: lower bounds on a decode pool's dollars and chips, added to each)."""
     serve, reqs = led.serve, led.reqs
     w = int(WARMUP_FRACTION * len(reqs))
     todo, out = [], []
@@ -261,7 +275,7 @@ def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], other_chips:
                                   ttft0 / serve.ttft_p99_s - 1, -math.inf))
                 continue
             r0 = _fewest(serve.rate_per_s, float(reqs.prompt_tokens.mean()) * _per_prefill_token_s(m.steps, chunk))
-            todo.append((r0 * shape.chips, shape, chunk, r0))
+            todo.append((shape, chunk, r0))
 
     def simulate_one(item) -> bool:
         shape, chunk, r = item
@@ -275,8 +289,8 @@ def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], other_chips:
                           f"prefill pool alone: P99 TTFT {p99:.4g} s", p99 / serve.ttft_p99_s - 1, -math.inf))
         return False
 
-    _best_first(led, todo, simulate_one, extra_chips=other_chips)
-    return sorted(out, key=lambda p: (p.chips, p.ttft_p99_s))
+    _best_first(led, todo, simulate_one, extra=decode)
+    return sorted(out, key=lambda p: (p.cost, p.ttft_p99_s))
 
 
 def _disaggregated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
@@ -293,20 +307,20 @@ def _disaggregated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
             continue
         for cap in (c for c in serve.batch_caps if c <= m.max_batch):
             d0 = _fewest(serve.rate_per_s, mean_o * _per_decode_token_s(m.decode_only, cap, ctx_lo))
-            decodes.append((d0 * shape.chips, shape, cap, d0))
-    decodes.sort()
+            decodes.append((shape, cap, d0))
     if not decodes:
         return
-    pools = _prefill_pools(led, models, decodes[0][0])
+    low = (min(d[-1] * d[0].dollars_per_hour for d in decodes), min(d[-1] * d[0].chips for d in decodes))
+    pools = _prefill_pools(led, models, low)
     for pool in pools:
-        if not decodes or led.beaten(pool.chips + decodes[0][0]):
+        if led.beaten((round(pool.cost[0] + low[0], 6), pool.cost[1] + low[1])):
             break
         _decode_search(led, models, pool, decodes)
 
 
 def _decode_search(led: _Ledger, models: dict[Shape, ReplicaModel], pool: _PrefillPool,
                    decodes: list[tuple]) -> None:
-    """The decode pools after ``pool``, fewest chips first (``_best_first``)."""
+    """The decode pools after ``pool``, cheapest first (``_best_first``)."""
     serve, reqs = led.serve, led.reqs
 
     def simulate_one(item) -> bool:
@@ -318,4 +332,4 @@ def _decode_search(led: _Ledger, models: dict[Shape, ReplicaModel], pool: _Prefi
         finish, pre = run_decode_pool(reqs, pool.first_token_s, moved, dm, d, cap, serve.block_tokens)
         return led.record(outcome(c, reqs, pool.first_token_s, finish, pool.preemptions + pre, led.slos)).feasible
 
-    _best_first(led, decodes, simulate_one, extra_chips=pool.chips)
+    _best_first(led, decodes, simulate_one, extra=pool.cost)

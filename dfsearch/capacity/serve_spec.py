@@ -29,10 +29,22 @@ from dfsearch.capacity.traffic import Fixed, LogNormal, Poisson, Traffic, Unifor
 from dfsearch.codes import ServeMode
 from dfsearch.errors import Issue, SpecError
 
-__all__ = ["ServeSpec", "read_serve_spec", "serve_table", "WARMUP_FRACTION"]
+__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION"]
 
 #: the first tenth of the requests warm the replicas up and is not measured
 WARMUP_FRACTION = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class ChipOption:
+    """One chip the search may use: the spec's own (``name`` "") or a ``[serve.chips.<name>]``
+    table, whose ``accelerator`` and ``memory`` keys replace those of the spec's
+    ``[system.accelerator]`` and ``[system.memory]``."""
+
+    name: str
+    dollars_per_chip_hour: float
+    accelerator: dict
+    memory: dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +56,7 @@ class ServeSpec:
     seed: int
     ttft_p99_s: float
     tpot_p99_s: float
-    dollars_per_chip_hour: float
+    chips: tuple[ChipOption, ...]
     tp: tuple[int, ...]
     pp: tuple[int, ...]
     max_chips: int
@@ -62,7 +74,7 @@ class ServeSpec:
 
 
 _KEYS = ("rate_per_s", "requests", "seed", "prompt", "output", "ttft_p99_s", "tpot_p99_s",
-         "dollars_per_chip_hour", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
+         "dollars_per_chip_hour", "chips", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
          "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens")
 
 
@@ -131,7 +143,7 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
     return ServeSpec(
         traffic=traffic, requests=integer("requests", 2000, 20), seed=integer("seed", 0, 0),
         ttft_p99_s=real("ttft_p99_s"), tpot_p99_s=real("tpot_p99_s"),
-        dollars_per_chip_hour=real("dollars_per_chip_hour"),
+        chips=_chips(t, real, file),
         tp=ints("tp", [1, 2, 4, 8], 1), pp=ints("pp", [1], 1), max_chips=integer("max_chips", 64, 1),
         batch_caps=ints("batch_caps", [32, 64, 128, 256], 1), chunk_tokens=ints("chunk_tokens", [512, 2048], 8),
         modes=tuple(sorted({ServeMode.from_label(m) for m in modes})),
@@ -139,6 +151,33 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
         scale_out_latency_s=real("scale_out_latency_s", 0.0, strict=False),
         memory_fraction=real("memory_fraction", 0.9, hi=1.0), block_tokens=integer("block_tokens", 16, 1),
     )
+
+
+def _chips(t: dict[str, Any], real, file: str) -> tuple[ChipOption, ...]:
+    """The spec's chip at ``dollars_per_chip_hour``, or the ``[serve.chips.<name>]`` tables."""
+    table = t.get("chips")
+    if table is None:
+        return (ChipOption("", real("dollars_per_chip_hour"), {}, {}),)
+    if not (isinstance(table, dict) and table) or "dollars_per_chip_hour" in t:
+        raise SpecError(Issue("serve.chips", "must be tables [serve.chips.<name>], each with its own "
+                              "dollars_per_chip_hour (then no serve.dollars_per_chip_hour)."), file=file)
+    out = []
+    for name, chip in table.items():
+        where = f"serve.chips.{name}"
+        if not isinstance(chip, dict):
+            raise SpecError(Issue(where, f"must be a table. Got {chip!r} instead."), file=file)
+        for k, v in chip.items():
+            if k not in ("dollars_per_chip_hour", "accelerator", "memory"):
+                raise SpecError(Issue(f"{where}.{k}", "is not a key of a chip; the keys are "
+                                      "dollars_per_chip_hour, accelerator, memory."), file=file)
+            if k != "dollars_per_chip_hour" and not isinstance(v, dict):
+                raise SpecError(Issue(f"{where}.{k}", f"must be a table. Got {v!r} instead."), file=file)
+        price = chip.get("dollars_per_chip_hour")
+        if not (is_real(price) and price > 0):
+            raise SpecError(Issue(f"{where}.dollars_per_chip_hour", f"must be a number > 0. Got {price!r} "
+                                  "instead."), file=file)
+        out.append(ChipOption(name, float(price), dict(chip.get("accelerator", {})), dict(chip.get("memory", {}))))
+    return tuple(out)
 
 
 def _length(t: dict[str, Any], key: str, bad, file: str):

@@ -21,24 +21,37 @@ from typing import Any
 
 from dfsearch.api import run
 from dfsearch.capacity.mapped_steps import Measured, StepPoint
+from dfsearch.capacity.serve_spec import ChipOption
 from dfsearch.codes import ServingPhase
 from dfsearch.errors import InfeasibleError, SpecError
 from dfsearch.loader import spec_from_data
 from dfsearch.workloads.serving import serving_metrics
 
-__all__ = ["SpecMeasure"]
+__all__ = ["SpecMeasure", "chip_data"]
+
+
+def chip_data(data: dict[str, Any], chip: ChipOption) -> dict[str, Any]:
+    """The base spec's data with ``chip``'s accelerator and memory keys put in."""
+    d = copy.deepcopy(data)
+    system = d.setdefault("system", {})
+    for table in ("accelerator", "memory"):
+        system.setdefault(table, {}).update(getattr(chip, table))
+    return d
 
 
 @dataclass(frozen=True)
 class SpecMeasure:
-    """Searches one step point on the base spec ``data`` (``file`` names it in errors)."""
+    """Searches one step point on the base spec ``data`` with the point's chip (one of
+    ``chips``; ``file`` names the spec in errors)."""
 
     data: dict[str, Any]
     file: str
     scale_out_bw_GBps: float
+    chips: tuple[ChipOption, ...]
 
     def spec_data(self, point: StepPoint) -> dict[str, Any]:
-        d = copy.deepcopy(self.data)
+        chip = next(c for c in self.chips if c.name == point.shape.chip)
+        d = chip_data(self.data, chip)
         prefill = point.phase is ServingPhase.PREFILL
         d["workload"].update(phase=point.phase.label, batch_size=point.batch, prompt_len=point.prompt_len,
                              output_len=1)
