@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dfsearch.capacity.command import COLUMNS
+from dfsearch.capacity.command import COLUMNS, chip_dram_bytes
+from dfsearch.capacity.serve_spec import read_serve_spec
 from dfsearch.cli import app
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dfsearch/examples/serve/serve_llama3_70b.toml"
@@ -127,3 +128,10 @@ def test_a_bad_chip_table_is_named(tmp_path, chips, message):
     spec.write_text(text + chips)
     r = invoke("serve", spec)
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLE.parent.glob("*.toml")), ids=lambda p: p.stem)
+def test_shipped_serve_examples_are_valid(path):
+    data, serve = read_serve_spec(path)
+    assert all(chip_dram_bytes(path, data, chip) > 0 for chip in serve.chips)
+    assert serve.rate_per_s == 20.0 and serve.ttft_p99_s == 1.0 and serve.tpot_p99_s == 0.05

@@ -33,7 +33,7 @@ from dfsearch.capacity.traffic import requests
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import spec_from_data
 
-__all__ = ["serve", "Answer", "answer", "COLUMNS"]
+__all__ = ["serve", "Answer", "answer", "chip_dram_bytes", "COLUMNS"]
 
 COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
            "chip", "tp", "pp",
@@ -52,7 +52,7 @@ class Answer:
 def answer(path: Path) -> Answer:
     """Search the serve spec at ``path`` (the step points through dfsearch's own search)."""
     data, serve = read_serve_spec(path)
-    usable = {chip.name: serve.memory_fraction * _dram_bytes(path, data, chip) for chip in serve.chips}
+    usable = {chip.name: serve.memory_fraction * chip_dram_bytes(path, data, chip) for chip in serve.chips}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
     cache = StepCache(SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips), digest(data))
     grids = {"prefills": prefill_grid({max(c, b) for c in serve.chunk_tokens for b in serve.batch_caps}),
@@ -66,7 +66,7 @@ def answer(path: Path) -> Answer:
     return Answer(serve, search(serve, reqs, model_of), cache.searches)
 
 
-def _dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
+def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
     """The DRAM per chip of ``chip``, after checking the spec with it (a bad chip table: the
     error names it)."""
     where = f"serve.chips.{chip.name}: " if chip.name else ""
