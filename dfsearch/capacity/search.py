@@ -13,7 +13,9 @@ that drop nothing cheaper than the answer:
    per request prefilling and ``(output - 1) x min_b t_b / b`` decoding (``t(n)``: a prefill
    iteration of n <= budget tokens; ``t_b``: a decode iteration of b <= cap sequences at the
    shortest context), so replicas >= rate x the larger of the two means (co-located; each
-   pool its own term when split). Counts below it are not simulated.
+   pool its own term when split). Counts below it are not simulated: they are overloaded,
+   their queues grow without limit, even where a finite run's P99 stays within the SLOs
+   (a rule, not only a prune).
 3. **Cost bound.** Candidates go cheapest first (dollars per hour, then chips), each shape
    and limits from its bound up one replica at a time until it meets the SLOs; once one
    does, nothing dearer is simulated.
@@ -166,6 +168,13 @@ def _per_decode_token_s(steps, cap: int, context: int) -> float:
     return min(float(steps.step_s(0, b, b * context)) / b for b in batch_grid([cap]) if b <= cap)
 
 
+def _measured(reqs: Requests) -> Requests:
+    """The requests the metrics measure (after the warm-up): the unloaded bounds take their
+    P99 over the same requests as the simulations' P99, so they stay bounds."""
+    w = int(WARMUP_FRACTION * len(reqs))
+    return Requests(reqs.arrival_s[w:], reqs.prompt_tokens[w:], reqs.output_tokens[w:])
+
+
 def _unloaded_tpot_s(steps, reqs: Requests) -> float:
     t = [float(steps.step_s(0, 1, p + 1)) for p in np.unique(reqs.prompt_tokens).tolist()]
     lookup = dict(zip(np.unique(reqs.prompt_tokens).tolist(), t, strict=True))
@@ -184,7 +193,7 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
     mean_p, mean_o = float(reqs.prompt_tokens.mean()), float((reqs.output_tokens - 1).mean())
     ctx_lo = int(reqs.prompt_tokens.min()) + 1
     for shape, m in models.items():
-        tpot0 = _unloaded_tpot_s(m.steps, reqs)
+        tpot0 = _unloaded_tpot_s(m.steps, _measured(reqs))
         for cap in serve.batch_caps:
             for chunk in serve.chunk_tokens:
                 c = Candidate(ServeMode.COLOCATED, shape, 1, cap, chunk)
@@ -196,7 +205,7 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                 if not fits_kv(m, reqs, serve.block_tokens):
                     led.record(pruned(c, led.slos, "KV cache smaller than the longest request"))
                     continue
-                ttft0 = float(np.percentile(_prefill_alone_s(m.steps, reqs.prompt_tokens, budget), 99))
+                ttft0 = float(np.percentile(_prefill_alone_s(m.steps, _measured(reqs).prompt_tokens, budget), 99))
                 if ttft0 > serve.ttft_p99_s or tpot0 > serve.tpot_p99_s:
                     led.record(pruned(c, led.slos, f"unloaded P99 TTFT {ttft0:.4g} s, TPOT {tpot0:.4g} s",
                                       ttft0 / serve.ttft_p99_s - 1, tpot0 / serve.tpot_p99_s - 1))
@@ -269,7 +278,7 @@ def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], decode: tupl
             if not fits_kv(m, reqs, serve.block_tokens, prompt_only=True):
                 led.record(pruned(c, led.slos, "prefill pool: KV cache smaller than the longest prompt"))
                 continue
-            ttft0 = float(np.percentile(_prefill_alone_s(m.steps, reqs.prompt_tokens, chunk), 99))
+            ttft0 = float(np.percentile(_prefill_alone_s(m.steps, _measured(reqs).prompt_tokens, chunk), 99))
             if ttft0 > serve.ttft_p99_s:
                 led.record(pruned(c, led.slos, f"prefill pool: unloaded P99 TTFT {ttft0:.4g} s",
                                   ttft0 / serve.ttft_p99_s - 1, -math.inf))
@@ -303,7 +312,7 @@ def _disaggregated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
     for shape, m in models.items():
         if not fits_kv(m, reqs, serve.block_tokens):
             continue
-        if _unloaded_tpot_s(m.decode_only, reqs) > serve.tpot_p99_s:
+        if _unloaded_tpot_s(m.decode_only, _measured(reqs)) > serve.tpot_p99_s:
             continue
         for cap in (c for c in serve.batch_caps if c <= m.max_batch):
             d0 = _fewest(serve.rate_per_s, mean_o * _per_decode_token_s(m.decode_only, cap, ctx_lo))
