@@ -230,9 +230,8 @@ def batch_grid(caps) -> tuple[int, ...]:
 
 def context_grid(lo: int, hi: int) -> tuple[int, ...]:
     """Context per sequence: the shortest and the longest (a decode step's time is linear in
-    the KV bytes it reads while its bound does not change: between the two, linear
-    interpolation is exact, or above the time where the bound changes -- the step time, a
-    maximum of linear terms, is convex in the context)."""
+    the KV bytes it reads while its bound and mapping do not change; benchmarks/serve.py
+    --interpolation measures the error where they do)."""
     return tuple(sorted({lo, hi}))
 
 
