@@ -25,7 +25,6 @@ from dfsearch.capacity.serve_spec import ChipOption
 from dfsearch.codes import ServingPhase
 from dfsearch.errors import InfeasibleError, SpecError
 from dfsearch.loader import spec_from_data
-from dfsearch.workloads.serving import serving_metrics
 
 __all__ = ["SpecMeasure", "chip_data"]
 
@@ -74,5 +73,5 @@ class SpecMeasure:
             result = run(spec)
         except InfeasibleError as e:
             return str(e).splitlines()[1].strip(" -") if "\n" in str(e) else str(e)
-        m = serving_metrics(result.evaluation)
-        return Measured(m.step_ns / 1e9, m.weight_bytes, m.kv_bytes)
+        m = result.to_json()["serving"]  # the documented --json figures (docs/serving.md, "Metrics")
+        return Measured(m["step_latency_s"], m["weight_bytes_per_chip"], m["kv_bytes_per_chip"])
