@@ -25,6 +25,9 @@ from dfsearch.capacity.mapped_steps import (
     Shape,
     StepCache,
     StepPoint,
+    batch_grid,
+    context_grid,
+    prefill_grid,
     replica_model,
 )
 from dfsearch.capacity.search import search
@@ -160,6 +163,31 @@ def test_disaggregated_prefill_pool_of_one_prompt_per_iteration_is_m_d_1():
 
 
 # ---- the search against brute force -----------------------------------------------------------
+class TinyMeasure:
+    """The tiny space's steps as searched points: prefill of n tokens 4 ms + 0.2 ms x n / TP;
+    decode of b at context c 4 ms + (0.2 ms x b + 10 ns x b x c) / TP; weights 1 MB a chip,
+    KV 1000 bytes a token."""
+
+    def __call__(self, p: StepPoint):
+        tp = p.shape.tp
+        if p.phase is ServingPhase.PREFILL:
+            return Measured(0.004 + 2e-4 * p.prompt_len / tp, 1e6, 1000.0 * (p.prompt_len + 1) / p.shape.chips)
+        return Measured(0.004 + (2e-4 * p.batch + 1e-8 * p.batch * (p.prompt_len + 1)) / tp, 1e6, 0.0)
+
+
+def _tiny_mapped(modes: list[str], **extra):
+    """The tiny space with MappedSteps tables filled from TinyMeasure (additive steps)."""
+    serve, reqs, _ = _tiny(modes, **extra)
+    cache = StepCache(TinyMeasure(), "tiny")
+    lo, hi = int(reqs.prompt_tokens.min()) + 1, int((reqs.prompt_tokens + reqs.output_tokens).max())
+
+    def model_of(shape: Shape):
+        return replica_model(cache, shape, prefills=prefill_grid([256, 8]), batches=batch_grid([2, 8]),
+                             contexts=context_grid(lo, hi), usable_bytes_per_chip=1e6 + 4e6)
+
+    return serve, reqs, model_of
+
+
 def _tiny(modes: list[str], **extra):
     table = {**BASE, "tp": [1, 2], "pp": [1], "max_chips": 6, "batch_caps": [2, 8],
              "chunk_tokens": [64, 256], "modes": modes, "scale_out_bw_GBps": 1.0, **extra}
@@ -219,6 +247,20 @@ def test_the_search_finds_the_cheapest_deployment_brute_force_finds(modes, load)
     top = max(o.goodput_per_s for o in feasible if (o.dollars_per_hour, o.candidate.chips) == cheapest)
     assert got.best.goodput_per_s == top
     assert got.simulations < len(every)  # the bounds pruned something
+
+
+@pytest.mark.parametrize(("modes", "load"), [
+    *((["colocated", "disaggregated"], load) for load in LOADS),
+    (["colocated"], LOADS[0]), (["colocated"], LOADS[2]),  # at LOADS[1] no co-located deployment fits
+])
+def test_with_tables_the_search_finds_the_cheapest_deployment_brute_force_finds(modes, load):
+    serve, reqs, model_of = _tiny_mapped(modes, **load)
+    got = search(serve, reqs, model_of)
+    every = _brute(serve, reqs, model_of)
+    feasible = [o for o in every if o.feasible]
+    assert feasible and len(feasible) < len(every)
+    cheapest = min((o.dollars_per_hour, o.candidate.chips) for o in feasible)
+    assert got.best is not None and (got.best.dollars_per_hour, got.best.candidate.chips) == cheapest
 
 
 TWO_CHIPS = {"slow": {"dollars_per_chip_hour": 1.0}, "fast": {"dollars_per_chip_hour": 2.6}}

@@ -30,6 +30,7 @@ from dfsearch.capacity.search import SearchResult, search
 from dfsearch.capacity.serve_spec import ChipOption, ServeSpec, read_serve_spec
 from dfsearch.capacity.spec_measure import SpecMeasure, chip_data
 from dfsearch.capacity.traffic import requests
+from dfsearch.codes import ServeMode
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import spec_from_data
 
@@ -172,14 +173,26 @@ def report(path: Path, a: Answer) -> list[str]:
               f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; TPOT P50 {b.tpot[0] * 1e3:.4g} ms, "
               f"P99 {b.tpot[1] * 1e3:.4g} ms; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
               f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
+    for pool, pre, dec in r.load:
+        lines.append(f"  load ({pool}): at least {pre:.0%} of the time prefilling and {dec:.0%} decoding "
+                     "(the least work per request x the rate / replicas)")
+    c = b.candidate
+    busy = 0.0
+    if c.mode is ServeMode.COLOCATED and c.replicas > 1 and r.load:
+        busy = (r.load[0][1] + r.load[0][2]) * c.replicas / (c.replicas - 1)
+        lines.append(f"  with {c.replicas - 1} replicas: at least {busy:.0%} busy" +
+                     (" -- overloaded, not simulated" if busy >= 1 else ""))
     u = r.runner_up
-    if u is not None:
+    if busy >= 1:
+        lines.append("  binds: throughput -- one replica fewer cannot carry the rate")
+    elif u is not None:
         lines.append(f"  binds: the {u.binding} SLO -- cheaper, the nearest miss breaks it by "
                      f"{max(u.ttft_excess, u.tpot_excess):+.0%}")
     cheaper = [o for o in r.outcomes if o.dollars_per_hour < b.dollars_per_hour - 1e-6]
     sims = sum(1 for o in cheaper if not o.note)
     lines.append(f"  cheaper: {sims} deployments simulated, none meets the SLOs; "
-                 f"{len(cheaper) - sims} ruled out by a bound or a prefill pool alone (--csv lists them)")
+                 f"{len(cheaper) - sims} ruled out before (--csv lists them; replica counts below the "
+                 "throughput bound are not listed)")
     if u is not None:
         lines.append(f"  nearest miss: {u.candidate.describe()}: {_slo_line(u, s)}")
     for mode in s.modes:

@@ -143,6 +143,10 @@ class MappedSteps:
     decode: TabulatedSteps
     kv_bytes_per_token: float
 
+    #: an iteration's time is its prefill's plus its decodes' (the composition rule), so a
+    #: replica's busy time is at least the sum of the two works (the search's bound)
+    additive = True
+
     def prefill_time(self, tokens):
         if np.ndim(tokens) == 0 and self.prefill_tokens[0] <= tokens <= self.prefill_tokens[-1]:
             i = bisect_right(self.prefill_tokens, tokens) - 1

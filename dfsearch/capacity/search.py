@@ -11,8 +11,9 @@ that drop nothing cheaper than the answer:
    at batch 1) above the SLO fail at any replica count: not simulated.
 2. **Throughput bound.** Each replica is busy at least ``prompt tokens x min_n t(n) / n``
    per request prefilling and ``(output - 1) x min_b t_b / b`` decoding (``t(n)``: a prefill
-   iteration of n <= budget tokens; ``t_b``: a decode iteration of b <= cap sequences at the
-   shortest context), so replicas >= rate x the larger of the two means (co-located; each
+   iteration of n <= budget tokens; ``t_b``: a decode iteration of b sequences at the
+   shortest context, b up to the cap and to what the KV cache holds at that context), so replicas >= rate x the larger of the two means (co-located; their
+   sum with step times that add a prefill's and the decodes' times, as ``MappedSteps``; each
    pool its own term when split). Counts below it are not simulated: they are overloaded,
    their queues grow without limit, even where a finite run's P99 stays within the SLOs
    (a rule, not only a prune).
@@ -69,6 +70,7 @@ class SearchResult:
     front: tuple[Outcome, ...]  #: cost vs goodput Pareto front of the simulated ones
     simulations: int
     unfit: tuple[tuple[Shape, str], ...]  #: replica shapes that cannot serve, and why
+    load: tuple[tuple[str, float, float], ...] = ()  #: the best's pools: (pool, prefill, decode) busy fractions
 
     @property
     def runner_up(self) -> Outcome | None:
@@ -137,7 +139,23 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
     if ServeMode.DISAGGREGATED in serve.modes:
         _disaggregated(led, models)
     sims = [o for o in led.outcomes if not o.note]
-    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit))
+    load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
+    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load)
+
+
+def _load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:
+    """The throughput bound's busy fractions of each pool of ``c``: the rate x the least
+    prefill and decode work of a request (bound 2 of the module docstring) over its replicas."""
+    mean_p, mean_o = float(reqs.prompt_tokens.mean()), float((reqs.output_tokens - 1).mean())
+    ctx_lo = int(reqs.prompt_tokens.min()) + 1
+    m = models[c.shape]
+    decode = rate * mean_o * _per_decode_token_s(m, m.steps, c.batch_cap, ctx_lo) / c.replicas
+    if c.mode is ServeMode.COLOCATED:
+        budget = max(c.chunk_tokens, c.batch_cap)
+        return (("replicas", rate * mean_p * _per_prefill_token_s(m.steps, budget) / c.replicas, decode),)
+    pm = models[c.prefill_shape]
+    prefill = rate * mean_p * _per_prefill_token_s(pm.steps, c.chunk_tokens) / c.prefill_replicas
+    return (("prefill pool", prefill, 0.0), ("decode pool", 0.0, decode))
 
 
 def pareto(outcomes: list[Outcome]) -> tuple[Outcome, ...]:
@@ -164,8 +182,12 @@ def _per_prefill_token_s(steps, budget: int) -> float:
     return min(float(steps.step_s(n, 0, n)) / n for n in (*prefill_grid([budget]), budget) if n <= budget)
 
 
-def _per_decode_token_s(steps, cap: int, context: int) -> float:
-    return min(float(steps.step_s(0, b, b * context)) / b for b in batch_grid([cap]) if b <= cap)
+def _per_decode_token_s(model: ReplicaModel, steps, cap: int, context: int) -> float:
+    """The least decode time per token: batches up to the cap and to what the KV cache holds
+    at the shortest context."""
+    held = max(1, int(model.kv_capacity_bytes / (steps.kv_bytes_per_token * context)))
+    top = min(cap, held)
+    return min(float(steps.step_s(0, b, b * context)) / b for b in (*batch_grid([top]), top) if b <= top)
 
 
 def _measured(reqs: Requests) -> Requests:
@@ -210,8 +232,9 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                     led.record(pruned(c, led.slos, f"unloaded P99 TTFT {ttft0:.4g} s, TPOT {tpot0:.4g} s",
                                       ttft0 / serve.ttft_p99_s - 1, tpot0 / serve.tpot_p99_s - 1))
                     continue
-                work = max(mean_p * _per_prefill_token_s(m.steps, budget),
-                           mean_o * _per_decode_token_s(m.steps, cap, ctx_lo))
+                works = (mean_p * _per_prefill_token_s(m.steps, budget),
+                         mean_o * _per_decode_token_s(m, m.steps, cap, ctx_lo))
+                work = sum(works) if getattr(m.steps, "additive", False) else max(works)
                 r = _fewest(serve.rate_per_s, work)
                 todo.append((shape, cap, chunk, r))
     def simulate_one(item) -> bool:
@@ -315,7 +338,7 @@ def _disaggregated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
         if _unloaded_tpot_s(m.decode_only, _measured(reqs)) > serve.tpot_p99_s:
             continue
         for cap in (c for c in serve.batch_caps if c <= m.max_batch):
-            d0 = _fewest(serve.rate_per_s, mean_o * _per_decode_token_s(m.decode_only, cap, ctx_lo))
+            d0 = _fewest(serve.rate_per_s, mean_o * _per_decode_token_s(m, m.decode_only, cap, ctx_lo))
             decodes.append((shape, cap, d0))
     if not decodes:
         return
