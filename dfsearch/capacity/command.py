@@ -55,7 +55,8 @@ def answer(path: Path) -> Answer:
     data, serve = read_serve_spec(path)
     usable = {chip.name: serve.memory_fraction * chip_dram_bytes(path, data, chip) for chip in serve.chips}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
-    cache = StepCache(SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips), digest(data))
+    measure = SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips)
+    cache = StepCache(measure, digest([data, serve.scale_out_bw_GBps, serve.chips]))
     grids = {"prefills": prefill_grid({max(c, b) for c in serve.chunk_tokens for b in serve.batch_caps}),
              "batches": batch_grid(serve.batch_caps),
              "contexts": context_grid(int(reqs.prompt_tokens.min()) + 1,
@@ -170,8 +171,10 @@ def report(path: Path, a: Answer) -> list[str]:
               f"  cost ${b.dollars_per_hour:,.2f}/h, goodput "
               f"{b.goodput_per_s:.4g} requests/s ({b.slo_attainment:.1%} meet both SLOs), "
               f"{b.output_tokens_per_s:,.0f} output tokens/s",
-              f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; TPOT P50 {b.tpot[0] * 1e3:.4g} ms, "
-              f"P99 {b.tpot[1] * 1e3:.4g} ms; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
+              f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; " + (
+                  "no TPOT (one-token outputs)" if math.isnan(b.tpot[1]) else
+                  f"TPOT P50 {b.tpot[0] * 1e3:.4g} ms, P99 {b.tpot[1] * 1e3:.4g} ms") +
+              f"; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
               f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
     for pool, pre, dec in r.load:
         lines.append(f"  load ({pool}): at least {pre:.0%} of the time prefilling and {dec:.0%} decoding "

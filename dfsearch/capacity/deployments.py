@@ -77,6 +77,9 @@ class Candidate:
         if self.mode is ServeMode.COLOCATED:
             return (f"co-located: {self.replicas} x ({self.shape}), batch cap {self.batch_cap}, "
                     f"chunk {self.chunk_tokens} tokens, {self.chips} chips")
+        if self.replicas == 0:
+            return (f"disaggregated: prefill pool {self.prefill_replicas} x ({self.prefill_shape}) chunk "
+                    f"{self.chunk_tokens} tokens (its decode pool not simulated)")
         return (f"disaggregated: prefill {self.prefill_replicas} x ({self.prefill_shape}) chunk "
                 f"{self.chunk_tokens} tokens + decode {self.replicas} x ({self.shape}) batch cap "
                 f"{self.batch_cap}, {self.chips} chips (P:D {self.prefill_replicas}:{self.replicas})")
