@@ -135,3 +135,21 @@ def test_shipped_serve_examples_are_valid(path):
     data, serve = read_serve_spec(path)
     assert all(chip_dram_bytes(path, data, chip) > 0 for chip in serve.chips)
     assert serve.rate_per_s == 20.0 and serve.ttft_p99_s == 1.0 and serve.tpot_p99_s == 0.05
+
+
+def test_a_step_cache_file_makes_a_second_run_search_nothing_and_answer_the_same(tmp_path):
+    spec, store = small_spec(tmp_path), tmp_path / "steps.json"
+    first = invoke("serve", spec, "--step-cache", store, "--csv", tmp_path / "a.csv", "--json", tmp_path / "a.json")
+    assert first.exit_code == 0 and json.loads((tmp_path / "a.json").read_text())["step_searches"] > 0
+    again = invoke("serve", spec, "--step-cache", store, "--csv", tmp_path / "b.csv", "--json", tmp_path / "b.json")
+    assert again.exit_code == 0 and json.loads((tmp_path / "b.json").read_text())["step_searches"] == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    other = small_spec(tmp_path, **{"dram_bw_GBps = 3350.0": "dram_bw_GBps = 3000.0"})  # another chip
+    invoke("serve", other, "--step-cache", store, "--json", tmp_path / "c.json")
+    assert json.loads((tmp_path / "c.json").read_text())["step_searches"] > 0
+
+
+def test_a_file_that_is_not_a_step_cache_is_refused(tmp_path):
+    (tmp_path / "x.json").write_text("[1, 2]")
+    r = invoke("serve", small_spec(tmp_path), "--step-cache", tmp_path / "x.json")
+    assert r.exit_code == 2 and "x.json: is not a step cache of dfsearch serve" in r.output

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from dfsearch.capacity import step_store
 from dfsearch.capacity.deployments import Outcome
 from dfsearch.capacity.mapped_steps import (
     Shape,
@@ -48,15 +49,19 @@ class Answer:
     serve: ServeSpec
     result: SearchResult
     step_searches: int
+    step_points: int = 0  #: step points used (searched or read from a step cache)
 
 
-def answer(path: Path) -> Answer:
-    """Search the serve spec at ``path`` (the step points through dfsearch's own search)."""
+def answer(path: Path, step_cache: Path | None = None) -> Answer:
+    """Search the serve spec at ``path`` (the step points through dfsearch's own search;
+    ``step_cache``: a file keeping them between runs, ``step_store``)."""
     data, serve = read_serve_spec(path)
     usable = {chip.name: serve.memory_fraction * chip_dram_bytes(path, data, chip) for chip in serve.chips}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
     measure = SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips)
     cache = StepCache(measure, digest([data, serve.scale_out_bw_GBps, serve.chips]))
+    if step_cache is not None:
+        cache.preload(step_store.load(step_cache, cache.digest))
     grids = {"prefills": prefill_grid({max(c, b) for c in serve.chunk_tokens for b in serve.batch_caps}),
              "batches": batch_grid(serve.batch_caps),
              "contexts": context_grid(int(reqs.prompt_tokens.min()) + 1,
@@ -65,7 +70,10 @@ def answer(path: Path) -> Answer:
     def model_of(shape: Shape):
         return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip], **grids)
 
-    return Answer(serve, search(serve, reqs, model_of), cache.searches)
+    result = search(serve, reqs, model_of)
+    if step_cache is not None and cache.searches:
+        step_store.save(step_cache, cache.digest, cache.entries())
+    return Answer(serve, result, cache.searches, len(cache.entries()))
 
 
 def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
@@ -87,10 +95,11 @@ def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
     return dram
 
 
-def serve(path: Path, *, json_out: str | None = None, csv_out: Path | None = None) -> list[str]:
+def serve(path: Path, *, json_out: str | None = None, csv_out: Path | None = None,
+          step_cache: Path | None = None) -> list[str]:
     """The report of :func:`answer`; writes ``csv_out`` (every deployment looked at) and
     ``json_out`` ('-': returned as the only line)."""
-    a = answer(path)
+    a = answer(path, step_cache)
     if csv_out is not None:
         _write(csv_out, csv_text(a.result.outcomes))
     lines = report(path, a)
@@ -162,7 +171,8 @@ def report(path: Path, a: Answer) -> list[str]:
              f"searched: modes {', '.join(m.label for m in s.modes)}; TP {list(s.tp)} x PP {list(s.pp)}; batch caps "
              f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; exhaustive with "
              f"bounds (docs/serving.md): {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
-             f"{a.step_searches} step searches (each point searched once)"]
+             f"{a.step_searches} step searches (each point searched once"
+             + (", others read from --step-cache)" if a.step_searches < a.step_points else ")")]
     lines += [f"  cannot serve: {sh}: {why}" for sh, why in r.unfit]
     b = r.best
     if b is None:

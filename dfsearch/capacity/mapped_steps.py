@@ -131,6 +131,19 @@ class StepCache:
             self._memo[key] = self._measure(point)
         return self._memo[key]
 
+    @property
+    def digest(self) -> str:
+        return self._digest
+
+    def entries(self) -> dict[StepPoint, Measured | str]:
+        """The points of this spec known so far (searched or preloaded)."""
+        return {p: m for (d, p), m in self._memo.items() if d == self._digest}
+
+    def preload(self, entries: dict[StepPoint, Measured | str]) -> None:
+        """Points searched before (a step store): not searched again."""
+        for p, m in entries.items():
+            self._memo[(self._digest, p)] = m
+
 
 @dataclass(frozen=True, slots=True)
 class MappedSteps:
