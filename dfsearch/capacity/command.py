@@ -155,7 +155,8 @@ def to_json(a: Answer) -> dict:
             "closest": None if r.best else (clean(row(r.closest)) if r.closest else None),
             "front": [clean(row(o)) for o in r.front], "looked_at": len(r.outcomes),
             "simulations": r.simulations, "step_searches": a.step_searches,
-            "unfit_shapes": [{"tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit]}
+            "unfit_shapes": [{"chip": s.chip, "tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit],
+            "load": [{"pool": p, "prefill_busy_at_least": a_, "decode_busy_at_least": b_} for p, a_, b_ in r.load]}
 
 
 def _slo_line(o: Outcome, s: ServeSpec) -> str:
