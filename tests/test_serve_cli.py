@@ -153,3 +153,11 @@ def test_a_file_that_is_not_a_step_cache_is_refused(tmp_path):
     (tmp_path / "x.json").write_text("[1, 2]")
     r = invoke("serve", small_spec(tmp_path), "--step-cache", tmp_path / "x.json")
     assert r.exit_code == 2 and "x.json: is not a step cache of dfsearch serve" in r.output
+
+
+def test_the_simulation_budget_stops_the_search_and_says_so(tmp_path):
+    r = invoke("serve", small_spec(tmp_path, **{"max_chips = 64": "max_chips = 8\nmax_simulations = 2"}),
+               "--json", tmp_path / "a.json")
+    answer = json.loads((tmp_path / "a.json").read_text())
+    assert answer["stopped_by_budget"] and answer["simulations"] == 2
+    assert r.exit_code == 1 and "within serve.max_simulations = 2 (the search stopped there)" in r.output

@@ -154,7 +154,7 @@ def to_json(a: Answer) -> dict:
             "runner_up": clean(row(r.runner_up)) if r.runner_up else None,
             "closest": None if r.best else (clean(row(r.closest)) if r.closest else None),
             "front": [clean(row(o)) for o in r.front], "looked_at": len(r.outcomes),
-            "simulations": r.simulations, "step_searches": a.step_searches,
+            "simulations": r.simulations, "stopped_by_budget": r.stopped, "step_searches": a.step_searches,
             "unfit_shapes": [{"chip": s.chip, "tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit],
             "load": [{"pool": p, "prefill_busy_at_least": a_, "decode_busy_at_least": b_} for p, a_, b_ in r.load]}
 
@@ -170,8 +170,10 @@ def report(path: Path, a: Answer) -> list[str]:
     lines = [f"{path}: {s.rate_per_s:g} requests/s, prompt {t.prompt}, output {t.output}, {s.requests} "
              f"requests (seed {s.seed}); SLOs P99 TTFT <= {s.ttft_p99_s:g} s, P99 TPOT <= {s.tpot_p99_s * 1e3:g} ms",
              f"searched: modes {', '.join(m.label for m in s.modes)}; TP {list(s.tp)} x PP {list(s.pp)}; batch caps "
-             f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; exhaustive with "
-             f"bounds (docs/serving.md): {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
+             f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; "
+             + (f"STOPPED at serve.max_simulations = {s.max_simulations}: the answer is the cheapest found, "
+                "not proven" if r.stopped else "exhaustive with bounds (docs/serving.md)")
+             + f": {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
              f"{a.step_searches} step searches (each point searched once"
              + (", others read from --step-cache)" if a.step_searches < a.step_points else ")")]
     lines += [f"  cannot serve: {sh}: {why}" for sh, why in r.unfit]
@@ -222,7 +224,8 @@ def report(path: Path, a: Answer) -> list[str]:
 
 def infeasible_message(a: Answer) -> str:
     s, c = a.serve, a.result.closest
-    head = f"no deployment of <= {s.max_chips} chips meets the SLOs at {s.rate_per_s:g} requests/s"
+    head = f"no deployment of <= {s.max_chips} chips meets the SLOs at {s.rate_per_s:g} requests/s" + (
+        f" within serve.max_simulations = {s.max_simulations} (the search stopped there)" if a.result.stopped else "")
     if c is None:
         why = "; ".join(f"{sh}: {w}" for sh, w in a.result.unfit)
         return f"{head}: no replica shape can serve ({why})."

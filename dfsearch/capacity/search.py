@@ -26,6 +26,10 @@ gives each a thinner stream). Disaggregated: the prefill pool alone decides the 
 each prefill shape and chunk takes its fewest replicas meeting the TTFT SLO; the decode
 pool is then searched on the output stream of each such prefill pool, cheapest first.
 
+Budget: at most ``max_simulations`` simulations (work, not seconds); a search that reaches
+it stops and says so (``SearchResult.stopped``): its answer is the cheapest found, not
+proven the cheapest.
+
 The answer: the lowest cost (replicas x chips x the chip's price per chip-hour, summed over
 the pools), then the fewest chips, then the higher goodput, then co-located before
 disaggregated, then the order of enumeration. With ``[serve.chips]`` every shape is tried on
@@ -71,6 +75,7 @@ class SearchResult:
     simulations: int
     unfit: tuple[tuple[Shape, str], ...]  #: replica shapes that cannot serve, and why
     load: tuple[tuple[str, float, float], ...] = ()  #: the best's pools: (pool, prefill, decode) busy fractions
+    stopped: bool = False  #: the simulation budget ran out: the answer is the cheapest found, not proven
 
     @property
     def runner_up(self) -> Outcome | None:
@@ -100,6 +105,7 @@ class _Ledger:
     outcomes: list[Outcome] = field(default_factory=list)
     best: Outcome | None = None
     simulations: int = 0
+    stopped: bool = False
 
     def record(self, o: Outcome) -> Outcome:
         self.outcomes.append(o)
@@ -140,7 +146,8 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
         _disaggregated(led, models)
     sims = [o for o in led.outcomes if not o.note]
     load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
-    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load)
+    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
+                        led.stopped)
 
 
 def _load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:
@@ -261,6 +268,9 @@ def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple],
     while heap:
         key, i, item = heapq.heappop(heap)
         if led.beaten(key):
+            return
+        if led.simulations >= led.serve.max_simulations:
+            led.stopped = True
             return
         if simulate_one(tuple(item)):
             continue

@@ -67,6 +67,7 @@ class ServeSpec:
     scale_out_latency_s: float
     memory_fraction: float
     block_tokens: int
+    max_simulations: int = 2000
 
     @property
     def rate_per_s(self) -> float:
@@ -75,7 +76,8 @@ class ServeSpec:
 
 _KEYS = ("rate_per_s", "requests", "seed", "prompt", "output", "ttft_p99_s", "tpot_p99_s",
          "dollars_per_chip_hour", "chips", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
-         "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens")
+         "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens",
+         "max_simulations")
 
 
 def read_serve_spec(path: Path) -> tuple[dict[str, Any], ServeSpec]:
@@ -150,6 +152,7 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
         scale_out_bw_GBps=real("scale_out_bw_GBps", default_bw_GBps or None),
         scale_out_latency_s=real("scale_out_latency_s", 0.0, strict=False),
         memory_fraction=real("memory_fraction", 0.9, hi=1.0), block_tokens=integer("block_tokens", 16, 1),
+        max_simulations=integer("max_simulations", 2000, 1),
     )
 
 
