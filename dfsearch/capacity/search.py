@@ -6,15 +6,16 @@ cap and chunk size, and every replica count (co-located) or prefill and decode r
 counts (disaggregated) within ``max_chips``. It is searched exhaustively, with three prunes
 that drop nothing cheaper than the answer:
 
-1. **Unloaded latency.** A replica shape and limits whose requests, each alone on an idle
-   replica, already have a P99 TTFT (its chunks' prefill times) or a P99 TPOT (one decode
+1. **Unloaded latency.** A replica shape and limits whose measured requests, each alone on
+   an idle replica, already have a P99 TTFT (its chunks' prefill times) or a P99 TPOT (one decode
    at batch 1) above the SLO fail at any replica count: not simulated.
 2. **Throughput bound.** Each replica is busy at least ``prompt tokens x min_n t(n) / n``
    per request prefilling and ``(output - 1) x min_b t_b / b`` decoding (``t(n)``: a prefill
    iteration of n <= budget tokens; ``t_b``: a decode iteration of b sequences at the
-   shortest context, b up to the cap and to what the KV cache holds at that context), so replicas >= rate x the larger of the two means (co-located; their
-   sum with step times that add a prefill's and the decodes' times, as ``MappedSteps``; each
-   pool its own term when split). Counts below it are not simulated: they are overloaded,
+   shortest context, b up to the cap and to what the KV cache holds at that context), so
+   replicas >= rate x the larger of the two means (co-located; their sum with step times
+   that add a prefill's and the decodes' times, as ``MappedSteps``; each pool its own term
+   when split). Counts below it are not simulated: they are overloaded,
    their queues grow without limit, even where a finite run's P99 stays within the SLOs
    (a rule, not only a prune).
 3. **Cost bound.** Candidates go cheapest first (dollars per hour, then chips), each shape
