@@ -694,8 +694,8 @@ def serve(
     csv_out: Annotated[Optional[Path], typer.Option("--csv", metavar="PATH", help="Write every deployment looked at, one row each, with every serving metric.")] = None,  # noqa: UP045
     step_cache: Annotated[Optional[Path], typer.Option("--step-cache", metavar="PATH", help="Keep the searched step times in this file and reuse them in later runs of the same model and chips.")] = None,  # noqa: UP045
 ) -> None:
-    """Find the cheapest deployment (co-located or split prefill/decode, TP x PP per pool,
-    replicas, batch cap, chunk size) that serves the spec's request rate (serve.rate_per_s)
+    """Find the cheapest deployment (chip, co-located or split prefill/decode, TP x PP per
+    pool, replicas, batch cap, chunk size) that serves the spec's request rate (serve.rate_per_s)
     within its P99 TTFT and P99 TPOT SLOs (serve.ttft_p99_s, serve.tpot_p99_s), and say what
     binds. Exit 1 when no deployment meets them."""
     from dfsearch.capacity.command import serve as serve_search
