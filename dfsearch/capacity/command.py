@@ -199,16 +199,17 @@ def report(path: Path, a: Answer) -> list[str]:
         lines.append(f"  with {c.replicas - 1} replicas: at least {busy:.0%} busy" +
                      (" -- overloaded, not simulated" if busy >= 1 else ""))
     u = r.runner_up
+    over = sum(1 for o in r.outcomes if o.note.startswith("overloaded") and o.dollars_per_hour < b.dollars_per_hour)
     if busy >= 1:
         lines.append("  binds: throughput -- one replica fewer cannot carry the rate")
+    elif over and (u is None or max(u.ttft_excess, u.tpot_excess) > 1):
+        lines.append(f"  binds: throughput -- {over} cheaper deployments are overloaded by the bound" + (
+            "" if u is None else f"; the nearest simulated miss has P99 {u.binding} at "
+            f"{1 + max(u.ttft_excess, u.tpot_excess):.0f}x its SLO (a growing queue)"))
     elif u is not None:
         lines.append(f"  binds: the {u.binding} SLO -- cheaper, the nearest miss breaks it by "
                      f"{max(u.ttft_excess, u.tpot_excess):+.0%}")
-    cheaper = [o for o in r.outcomes if o.dollars_per_hour < b.dollars_per_hour - 1e-6]
-    sims = sum(1 for o in cheaper if not o.note)
-    lines.append(f"  cheaper: {sims} deployments simulated, none meets the SLOs; "
-                 f"{len(cheaper) - sims} ruled out before (--csv lists them; replica counts below the "
-                 "throughput bound are not listed)")
+    lines.append("  cheaper: " + _cheaper(r.outcomes, b.dollars_per_hour))
     if u is not None:
         lines.append(f"  nearest miss: {u.candidate.describe()}: {_slo_line(u, s)}")
     for mode in s.modes:
@@ -220,6 +221,21 @@ def report(path: Path, a: Answer) -> list[str]:
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
     return lines
+
+
+def _cheaper(outcomes, dollars: float) -> str:
+    """Why nothing cheaper: the cheaper deployments looked at, by the reason they fail."""
+    kinds = {"simulated, failing the SLOs": 0, "overloaded (throughput bound)": 0,
+             "too slow unloaded": 0, "prefill pool alone too slow": 0, "no room (KV cache or mapping)": 0}
+    for o in outcomes:
+        if o.dollars_per_hour >= dollars - 1e-6:
+            continue
+        key = ("simulated, failing the SLOs" if not o.note else "overloaded (throughput bound)"
+               if o.note.startswith("overloaded") else "too slow unloaded" if "unloaded" in o.note
+               else "prefill pool alone too slow" if "alone" in o.note else "no room (KV cache or mapping)")
+        kinds[key] += 1
+    return "; ".join(f"{n} {k}" for k, n in kinds.items() if n) + " (--csv lists them)" if any(
+        kinds.values()) else "none looked at"
 
 
 def infeasible_message(a: Answer) -> str:

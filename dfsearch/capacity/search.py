@@ -32,8 +32,9 @@ it stops and says so (``SearchResult.stopped``): its answer is the cheapest foun
 proven the cheapest.
 
 The answer: the lowest cost (replicas x chips x the chip's price per chip-hour, summed over
-the pools), then the fewest chips, then the higher goodput, then co-located before
-disaggregated, then the order of enumeration. With ``[serve.chips]`` every shape is tried on
+the pools), then the fewest chips, then the higher goodput, then the more headroom (the
+smaller of the two P99 / SLO ratios' larger), then co-located before disaggregated, then the
+order of enumeration. With ``[serve.chips]`` every shape is tried on
 every chip, and the two pools of a split deployment may use different chips.
 """
 
@@ -125,7 +126,9 @@ def _cost(c: Candidate) -> tuple[float, int]:
 
 
 def _rank(o: Outcome) -> tuple:
-    return (*_cost(o.candidate), -o.goodput_per_s, o.candidate.mode)
+    """Cost, chips, then the higher goodput, then the more headroom (the smaller worst SLO
+    excess), then co-located."""
+    return (*_cost(o.candidate), -o.goodput_per_s, max(o.ttft_excess, o.tpot_excess), o.candidate.mode)
 
 
 def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
@@ -212,6 +215,11 @@ def _unloaded_tpot_s(steps, reqs: Requests) -> float:
     return float(np.percentile([lookup[p] for p in reqs.prompt_tokens[go].tolist()], 99)) if go.any() else 0.0
 
 
+def _overloaded(c: Candidate, slos: Slos, busy: float) -> Outcome:
+    """A deployment one replica below the throughput bound: not simulated."""
+    return pruned(c, slos, f"overloaded: at least {busy:.0%} busy (throughput bound)")
+
+
 def _fewest(rate: float, seconds_per_request: float) -> int:
     return max(1, math.ceil(rate * seconds_per_request - 1e-12))
 
@@ -244,6 +252,9 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                          mean_o * _per_decode_token_s(m, m.steps, cap, ctx_lo))
                 work = sum(works) if getattr(m.steps, "additive", False) else max(works)
                 r = _fewest(serve.rate_per_s, work)
+                if r > 1:
+                    led.record(_overloaded(Candidate(ServeMode.COLOCATED, shape, r - 1, cap, chunk), led.slos,
+                                           serve.rate_per_s * work / (r - 1)))
                 todo.append((shape, cap, chunk, r))
     def simulate_one(item) -> bool:
         shape, cap, chunk, r = item
@@ -317,7 +328,11 @@ def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], decode: tupl
                 led.record(pruned(c, led.slos, f"prefill pool: unloaded P99 TTFT {ttft0:.4g} s",
                                   ttft0 / serve.ttft_p99_s - 1, -math.inf))
                 continue
-            r0 = _fewest(serve.rate_per_s, float(reqs.prompt_tokens.mean()) * _per_prefill_token_s(m.steps, chunk))
+            work = float(reqs.prompt_tokens.mean()) * _per_prefill_token_s(m.steps, chunk)
+            r0 = _fewest(serve.rate_per_s, work)
+            if r0 > 1:
+                led.record(_overloaded(Candidate(ServeMode.DISAGGREGATED, shape, 0, 0, chunk, shape, r0 - 1),
+                                       led.slos, serve.rate_per_s * work / (r0 - 1)))
             todo.append((shape, chunk, r0))
 
     def simulate_one(item) -> bool:
