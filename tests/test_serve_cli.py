@@ -161,3 +161,11 @@ def test_the_simulation_budget_stops_the_search_and_says_so(tmp_path):
     answer = json.loads((tmp_path / "a.json").read_text())
     assert answer["stopped_by_budget"] and answer["simulations"] == 2
     assert r.exit_code == 1 and "within serve.max_simulations = 2 (the search stopped there)" in r.output
+
+
+def test_a_rate_no_deployment_can_carry_exits_1_saying_overloaded(tmp_path):
+    spec = small_spec(tmp_path, **{"max_chips = 64": "max_chips = 2", "rate_per_s = 20.0": "rate_per_s = 20000.0"})
+    r = invoke("serve", spec)
+    assert r.exit_code == 1
+    assert "no deployment of <= 2 chips meets the SLOs at 20000 requests/s" in r.output
+    assert "ruled out: overloaded: at least" in r.output

@@ -243,8 +243,10 @@ def infeasible_message(a: Answer) -> str:
     head = f"no deployment of <= {s.max_chips} chips meets the SLOs at {s.rate_per_s:g} requests/s" + (
         f" within serve.max_simulations = {s.max_simulations} (the search stopped there)" if a.result.stopped else "")
     if c is None:
-        why = "; ".join(f"{sh}: {w}" for sh, w in a.result.unfit)
+        why = "; ".join(f"{sh}: {w}" for sh, w in a.result.unfit) or f"none fits {s.max_chips} chips"
         return f"{head}: no replica shape can serve ({why})."
+    if math.isinf(max(c.ttft_excess, c.tpot_excess)):
+        return f"{head}. Closest: {c.candidate.describe()}, ruled out: {c.note}."
     if c.note and math.isnan(c.tpot[1]):
         return (f"{head}. Closest: {c.candidate.describe()} ({c.note}); binding: "
                 f"{'TTFT' if c.ttft_excess >= c.tpot_excess else 'TPOT'} by "

@@ -216,7 +216,8 @@ def _unloaded_tpot_s(steps, reqs: Requests) -> float:
 
 
 def _overloaded(c: Candidate, slos: Slos, busy: float) -> Outcome:
-    """A deployment one replica below the throughput bound: not simulated."""
+    """The largest deployment of a shape and limits below the throughput bound (within
+    ``max_chips``): not simulated."""
     return pruned(c, slos, f"overloaded: at least {busy:.0%} busy (throughput bound)")
 
 
@@ -252,9 +253,10 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                          mean_o * _per_decode_token_s(m, m.steps, cap, ctx_lo))
                 work = sum(works) if getattr(m.steps, "additive", False) else max(works)
                 r = _fewest(serve.rate_per_s, work)
-                if r > 1:
-                    led.record(_overloaded(Candidate(ServeMode.COLOCATED, shape, r - 1, cap, chunk), led.slos,
-                                           serve.rate_per_s * work / (r - 1)))
+                below = min(r - 1, serve.max_chips // shape.chips)  # the most replicas the bound rules out
+                if below >= 1:
+                    led.record(_overloaded(Candidate(ServeMode.COLOCATED, shape, below, cap, chunk), led.slos,
+                                           serve.rate_per_s * work / below))
                 todo.append((shape, cap, chunk, r))
     def simulate_one(item) -> bool:
         shape, cap, chunk, r = item
@@ -330,9 +332,10 @@ def _prefill_pools(led: _Ledger, models: dict[Shape, ReplicaModel], decode: tupl
                 continue
             work = float(reqs.prompt_tokens.mean()) * _per_prefill_token_s(m.steps, chunk)
             r0 = _fewest(serve.rate_per_s, work)
-            if r0 > 1:
-                led.record(_overloaded(Candidate(ServeMode.DISAGGREGATED, shape, 0, 0, chunk, shape, r0 - 1),
-                                       led.slos, serve.rate_per_s * work / (r0 - 1)))
+            below = min(r0 - 1, serve.max_chips // shape.chips)
+            if below >= 1:
+                led.record(_overloaded(Candidate(ServeMode.DISAGGREGATED, shape, 0, 0, chunk, shape, below),
+                                       led.slos, serve.rate_per_s * work / below))
             todo.append((shape, chunk, r0))
 
     def simulate_one(item) -> bool:
