@@ -667,6 +667,25 @@ def _dry_run(path: Path, s: Any) -> None:
     typer.echo(f"{path}: {kept} points ({s.size()} before filters)")
 
 
+@app.command()
+def serve(
+    spec: Annotated[Path, typer.Argument(metavar="SPEC", help="An llm_serving spec with a [serve] table: the request rate (rate_per_s), prompt and output lengths, the SLOs (ttft_p99_s, tpot_p99_s), the price per chip-hour and the space searched (docs/serving.md, 'Capacity search').")],
+    json_out: JsonOpt = None,
+    csv_out: Annotated[Optional[Path], typer.Option("--csv", metavar="PATH", help="Write every deployment looked at, one row each, with every serving metric.")] = None,  # noqa: UP045
+    step_cache: Annotated[Optional[Path], typer.Option("--step-cache", metavar="PATH", help="Keep the searched step times in this file and reuse them in later runs of the same model and chips.")] = None,  # noqa: UP045
+) -> None:
+    """Find the cheapest deployment (chip, co-located or split prefill/decode, TP x PP per
+    pool, replicas, batch cap, chunk size) that serves the spec's request rate (serve.rate_per_s)
+    within its P99 TTFT and P99 TPOT SLOs (serve.ttft_p99_s, serve.tpot_p99_s), and say what
+    binds. Exit 1 when no deployment meets them."""
+    from dfsearch.capacity.command import serve as serve_search
+
+    try:
+        typer.echo("\n".join(serve_search(spec, json_out=json_out, csv_out=csv_out, step_cache=step_cache)))
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+
+
 @app.command("pareto")
 def pareto_cmd(
     results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],

@@ -34,6 +34,7 @@ __all__ = [
     "ServingPhase",
     "SpeculativeScheme",
     "Router",
+    "ServeMode",
     "Equations",
     "Status",
     "RunStatus",
@@ -312,6 +313,15 @@ class Router(_Coded):
 
     ROUND_ROBIN = 0
     LEAST_LOADED = 1
+
+
+class ServeMode(_Coded):
+    """How ``dfsearch serve`` lays a deployment out: prefill and decode on the same replicas
+    (continuous batching with chunked prefill), or on two pools with the KV cache sent from
+    a prefill replica to a decode replica."""
+
+    COLOCATED = 0
+    DISAGGREGATED = 1
 
 
 class Equations(_Coded):

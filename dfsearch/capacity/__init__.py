@@ -7,8 +7,15 @@ prefill, paged KV cache, preemption), ``simulate`` (replicas behind a router), `
 (latency percentiles, throughput, goodput, KV utilisation, cost and energy). The names
 below are the public ones.
 
-Imports only numpy, the standard library, ``dfsearch.errors`` and ``dfsearch.codes``;
-``import dfsearch`` does not import this package.
+``dfsearch serve`` (docs/serving.md, "Capacity search"): ``serve_spec`` (the ``[serve]``
+table), ``mapped_steps`` (step times from dfsearch's own mappings, each point searched once),
+``spec_measure`` (one step searched by ``dfsearch.api.run``), ``deployments`` (co-located
+and disaggregated deployments simulated), ``search`` (the cheapest deployment meeting the
+SLOs) and ``command`` (the report, ``--json``, ``--csv``).
+
+This package's own names import only numpy, the standard library, ``dfsearch.errors`` and
+``dfsearch.codes``; ``spec_measure`` and ``command`` also import the search (not imported
+here). ``import dfsearch`` does not import this package.
 """
 
 from dfsearch.capacity.metrics import Percentiles, Price, Slo, Summary, per_request, summarize
