@@ -678,10 +678,13 @@ def serve(
     pool, replicas, batch cap, chunk size) that serves the spec's request rate (serve.rate_per_s)
     within its P99 TTFT and P99 TPOT SLOs (serve.ttft_p99_s, serve.tpot_p99_s), and say what
     binds. Exit 1 when no deployment meets them."""
-    from dfsearch.capacity.command import serve as serve_search
+    _check_args(inputs=(spec,), outputs={"--json": json_out, "--csv": csv_out})
+    from dfsearch.capacity.command import serve as serve_search  # loads the search (Numba)
 
     try:
-        typer.echo("\n".join(serve_search(spec, json_out=json_out, csv_out=csv_out, step_cache=step_cache)))
+        with _compile_notice(json_out != "-"):
+            lines = serve_search(spec, json_out=json_out, csv_out=csv_out, step_cache=step_cache)
+        typer.echo("\n".join(lines))
     except DfsearchError as exc:
         raise _fail(exc) from None
 
