@@ -25,6 +25,7 @@ from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
     Collective,
     Dim,
+    ExecutionModel,
     ExecutionStyle,
     MemoryModel,
     Parallelism,
@@ -139,6 +140,12 @@ RANGES: dict[str, Range] = {
     "execution.compute_util": Range(1e-6, 1, "", "or 0 for the cycle model"),
     "execution.num_config": Range(1, 2**16 - 1),
     "execution.effective_stage": Range(1, 2**16, "stages"),
+    "execution.kernel_overhead_us": Range(0, 1e6, "us"),
+    "execution.gemm_tile_m": Range(1, 2**16, "rows"),
+    "execution.gemm_tile_n": Range(1, 2**16, "columns"),
+    "execution.gemm_tile_k": Range(1, 2**16, "elements"),
+    "execution.bus_efficiency": Range(1e-3, 2, "", "of the link bandwidth"),
+    "execution.collective_step_us": Range(0, 1e6, "us"),
     # workload: each kind's ``field_ranges`` (dfsearch/workloads/)
     **{
         f"workload.{name}": Range(*rng)
@@ -683,8 +690,19 @@ def _check_execution(s: IssueSink, e: Execution) -> None:
     if e.num_config < 0 and e.num_config != AUTO:
         s.add("execution.num_config", f"must be >= 0 or 'auto'. Got {e.num_config} instead.")
     s.ge("execution.effective_stage", e.effective_stage)
-    for f in ("word_bytes", "num_config", "effective_stage"):
+    for f in ("kernel_overhead_us", "collective_step_us"):
+        s.ge(f"execution.{f}", getattr(e, f))
+    for f in ("gemm_tile_m", "gemm_tile_n", "gemm_tile_k"):
+        s.ge(f"execution.{f}", getattr(e, f), 1)
+    s.gt("execution.bus_efficiency", e.bus_efficiency)
+    realistic = ("kernel_overhead_us", "gemm_tile_m", "gemm_tile_n", "gemm_tile_k",
+                 "bus_efficiency", "collective_step_us")
+    for f in ("word_bytes", "num_config", "effective_stage", *realistic):
         _within(s, f"execution.{f}", getattr(e, f))
+    if e.model is ExecutionModel.REALISTIC and e.compute_util == 0:
+        s.add("execution.compute_util", "must be > 0 with execution.model = 'realistic' (the "
+                                        "fraction of peak a large, tile-aligned GEMM reaches). "
+                                        "Got 0 (the cycle model) instead.")
     if e.compute_util <= 1:  # > 1 is reported above
         _within(s, "execution.compute_util", e.compute_util)
 
