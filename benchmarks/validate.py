@@ -83,7 +83,7 @@ SKIPPED = {
     "mlperf-*": "time to train: no configuration in the source",
 }
 GPUS_PER_NODE = 8
-FIT_GRID = tuple(round(0.60 + 0.05 * i, 2) for i in range(8))  # 0.60 ... 0.95
+FIT_GRID = tuple(round(0.40 + 0.025 * i, 3) for i in range(23))  # 0.400 ... 0.950
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ def fit_ceiling(runs: dict[str, dict]) -> float:
             _, meas, pred, _ = figure(runs[rid], "realistic", u)
             errs.append(abs(pred / meas - 1.0))
         err = sum(errs) / len(errs)
-        print(f"  ceiling {u:.2f}: mean |error| on the anchors {err:.1%}", file=sys.stderr)
+        print(f"  ceiling {u:.3f}: mean |error| on the anchors {err:.1%}", file=sys.stderr)
         if err < best_err:
             best, best_err = u, err
     return best
