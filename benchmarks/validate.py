@@ -6,7 +6,7 @@ the run's own model dimensions, fixes the run's TP, PP, DP, batch and sequence l
 it with the realistic execution model and with DFModel's equations, and prints the measured
 figure next to both predictions in the source's unit.
 
-Usage: ``python benchmarks/validate.py [--only ID[,ID...]] [--json PATH] [--fit]``
+Usage: ``python benchmarks/validate.py [--only ID[,ID...]] [--json PATH] [--markdown] [--fit]``
 
 Error = predicted / measured - 1 for a rate (TFLOP/s, tokens/s: negative = dfsearch predicts
 a slower run), and predicted / measured - 1 for a time (TTFT, ITL, seconds per iteration:
@@ -237,7 +237,11 @@ def summary(rows: list[Row]) -> dict[str, dict[str, float]]:
     """Mean and max |error| per kind (realistic, DFModel), all runs and the non-fit ones."""
     out: dict[str, dict[str, float]] = {}
     for kind in ("training", "prefill", "decode"):
-        for label, sel in (("all", rows), ("held out", [r for r in rows if r.id not in FIT_IDS])):
+        held = [r for r in rows if r.id not in FIT_IDS]
+        splits = (("all", rows), ("held out", held)) if len(held) < len(rows) else (("all", rows),)
+        for label, sel in splits:
+            if label == "held out" and all(r.id not in FIT_IDS for r in rows if r.kind == kind):
+                continue
             errs = [abs(r.error) for r in sel if r.kind == kind]
             base = [abs(r.dfmodel_error) for r in sel if r.kind == kind]
             if errs:
@@ -267,6 +271,24 @@ def format_table(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
+    """The table and the summary as docs/validation.md shows them."""
+    lines = ["| run | kind | unit | measured | realistic | error | DFModel eqs. | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS else "")
+        lines.append(f"| {r.id}{mark} | {r.kind} | {r.unit} | {r.measured:.4g} | "
+                     f"{r.predicted:.4g} | {r.error:+.1%} | {r.dfmodel:.4g} | "
+                     f"{r.dfmodel_error:+.1%} |")
+    lines += ["", "| kind | runs | realistic mean abs. error | max | DFModel eqs. mean | max |",
+              "|---|---|---|---|---|---|"]
+    for k, v in summ.items():
+        lines.append(f"| {k} | {v['n']:.0f} | {v['mean_abs_error']:.1%} | "
+                     f"{v['max_abs_error']:.1%} | {v['dfmodel_mean_abs_error']:.1%} | "
+                     f"{v['dfmodel_max_abs_error']:.1%} |")
+    return "\n".join(lines)
+
+
 def fit_ceiling(runs: dict[str, dict]) -> float:
     """The GEMM ceiling on ``FIT_GRID`` that minimises the mean |error| over ``FIT_IDS``."""
     best, best_err = FIT_GRID[0], math.inf
@@ -286,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="comma-separated run ids")
     ap.add_argument("--json", type=Path, help="write the rows and the summary here")
+    ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--fit", action="store_true",
                     help="choose the GEMM ceiling on the fit anchors and print it (no table)")
     args = ap.parse_args(argv)
@@ -298,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         ids = tuple(i for i in ids if i in args.only.split(","))
     rows = evaluate(runs, ids)
     summ = summary(rows)
-    print(format_table(rows, summ))
+    print(format_markdown(rows, summ) if args.markdown else format_table(rows, summ))
     print("\nskipped: " + "; ".join(f"{k}: {v}" for k, v in SKIPPED.items()))
     if args.json:
         args.json.write_text(json.dumps({
