@@ -17,8 +17,10 @@ On a part of a split dimension (``TopologyKind.sub_group``) the strided groups s
 links: the bandwidth is divided by the sub-group's factor. A group of one chip costs 0.
 
 >>> ab = AlphaBeta(bus_efficiency=0.8, step_ns=1000.0)
->>> ab.time_ns(Collective.ALL_REDUCE, 8e6, degree=8, link_bw_GBps=300.0)  # 14 us + 8e6*1.75/240
-72333.33333333333
+>>> round(ab.time_ns(Collective.ALL_REDUCE, 8e6, degree=8, link_bw_GBps=300.0), 3)
+72333.333
+
+(14 steps x 1 us + 8e6 bytes x 1.75 / (0.8 x 300 GB/s).)
 """
 
 from __future__ import annotations
