@@ -8,7 +8,10 @@ of docs/model.md, not read from the code's output.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -228,3 +231,40 @@ def test_a_realistic_decode_step_is_no_faster_than_its_flop_and_its_weight_reads
     weights = layers * (4 * h * h + 3 * h * f) * spec.execution.word_bytes
     assert ev.final_s * 1e9 >= weights / mem.dram_bw_GBps
     assert math.isfinite(ev.final_s)
+
+
+# --------------------------------------------------------------------------- validation set
+_VAL = importlib.util.spec_from_file_location("validate_runs", ROOT / "benchmarks" / "validate.py")
+V = importlib.util.module_from_spec(_VAL)
+sys.modules["validate_runs"] = V  # the dataclass needs its module registered
+_VAL.loader.exec_module(V)
+
+
+def test_every_compared_run_is_in_the_data_file_and_builds_a_valid_spec_under_both_models():
+    """benchmarks/validate.py: each selected run exists, the fit anchors are training runs it
+    compares, and each run's spec (both models; a decode also its batch's prefill) loads."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    ids = V.TRAINING + V.PREFILL + V.DECODE
+    assert len(ids) >= 15 and set(ids) <= set(runs)
+    assert set(V.FIT_IDS) <= set(V.TRAINING)
+    for rid in ids:
+        run = runs[rid]
+        for model in ("realistic", "dfmodel"):
+            if run["kind"] == "training":
+                texts = [V.training_toml(run, model)]
+            else:
+                bs = run["config"].get("batch_size") or 1
+                texts = [V.serving_toml(run, model, "prefill", bs)]
+                if run["kind"] == "decode":
+                    texts.append(V.serving_toml(run, model, "decode", bs))
+            for text in texts:
+                spec = load_toml_spec(text, file=f"{rid}.toml", base_dir=ROOT)
+                assert spec.execution.model is ExecutionModel.from_label(model)
+
+
+def test_megatron_flop_is_the_paper_s_formula():
+    """Megatron-LM SC'21 Eq. 3 for the 1.7B row (B 512, s 2048, l 24, h 2304, V 51200):
+    96 x 512 x 2048 x 24 x 2304^2 x (1 + 2048 / 13824 + 51200 / 884736)."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    want = 96 * 512 * 2048 * 24 * 2304**2 * (1 + 2048 / 13824 + 51200 / 884736)
+    assert V.megatron_flop(runs["megatron21-t1-gpt-1p7b"]) == pytest.approx(want, rel=1e-12)
