@@ -23,6 +23,7 @@ from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
 from dfsearch.cost.lower import Outer, gemm_work_flop, lower
 from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.presets.expand import GEMM_CEILING
+from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Execution
 from dfsearch.system.fabric import Fabric
 
@@ -268,3 +269,9 @@ def test_megatron_flop_is_the_paper_s_formula():
     runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
     want = 96 * 512 * 2048 * 24 * 2304**2 * (1 + 2048 / 13824 + 51200 / 884736)
     assert V.megatron_flop(runs["megatron21-t1-gpt-1p7b"]) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():
+    from_dfmodel = spec_warnings(_one_gemm(extra="kernel_overhead_us = 2.0"))
+    assert [w.path for w in from_dfmodel] == ["execution.kernel_overhead_us"]
+    assert spec_warnings(_one_gemm('model = "realistic"\nkernel_overhead_us = 2.0')) == ()
