@@ -275,3 +275,12 @@ def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():
     from_dfmodel = spec_warnings(_one_gemm(extra="kernel_overhead_us = 2.0"))
     assert [w.path for w in from_dfmodel] == ["execution.kernel_overhead_us"]
     assert spec_warnings(_one_gemm('model = "realistic"\nkernel_overhead_us = 2.0')) == ()
+
+
+def test_the_report_names_the_realistic_model_and_its_constants(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(PRESET.format(extra=""))
+    r = CliRunner().invoke(app, ["run", str(path)])
+    assert r.exit_code == 0, r.output
+    assert ("realistic model: launch 4.5 us per kernel, GEMM tiles 128x128x64, collectives at "
+            "0.8 x link bandwidth + 1 us per step") in r.output
