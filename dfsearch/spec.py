@@ -207,6 +207,9 @@ class NetworkDim:
     size: int = 0
     parallelism: Parallelism = Parallelism.NONE
     link_latency_ns: float | None = None
+    #: realistic execution model: achievable bus bandwidth / link bandwidth of this
+    #: dimension's collectives (None: ``execution.bus_efficiency``)
+    bus_efficiency: float | None = None
 
     def latency_ns(self, accelerator: Accelerator) -> float:
         """This dimension's hop latency: its own, else the accelerator's."""

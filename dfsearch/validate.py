@@ -133,6 +133,7 @@ RANGES: dict[str, Range] = {
     "system.network[].link_bw_GBps": _BW,
     "system.network[].size": Range(1, _P24, "chips"),
     "system.network[].link_latency_ns": Range(0, 1e15, "ns"),
+    "system.network[].bus_efficiency": Range(1e-3, 2, "", "of the link bandwidth"),
     # cost
     **{f"cost.{f}": _PRICE for f in _COST_FIELDS},
     # execution
@@ -621,6 +622,9 @@ def _check_system(s: IssueSink, sy: System) -> None:
         if d.link_latency_ns is not None:
             s.ge(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
             _within(s, f"system.network[{i}].link_latency_ns", d.link_latency_ns)
+        if d.bus_efficiency is not None:
+            s.gt(f"system.network[{i}].bus_efficiency", d.bus_efficiency)
+            _within(s, f"system.network[{i}].bus_efficiency", d.bus_efficiency)
     topo = tuple(d.topology for d in sy.network)
     if not allowed_network(topo):
         s.add("system.network", _network_message(topo))

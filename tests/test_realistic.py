@@ -284,3 +284,33 @@ def test_the_report_names_the_realistic_model_and_its_constants(tmp_path):
     assert r.exit_code == 0, r.output
     assert ("realistic model: launch 4.5 us per kernel, GEMM tiles 128x128x64, collectives at "
             "0.8 x link bandwidth + 1 us per step") in r.output
+
+
+def test_a_dimension_s_own_bus_efficiency_overrides_the_execution_s():
+    """The 8-chip all-reduce above with ``bus_efficiency = 0.5`` on its dimension: 14 steps
+    x 1 us + 8e6 x 1.75 / (0.5 x 300 GB/s) = 14,000 + 93,333.33 ns."""
+    text = ONE_GEMM.format(extra='model = "realistic"').replace("num_chip = 1", "num_chip = 8")
+    text = text.replace("size = 1\nlink_bw_GBps = 100.0",
+                        "size = 8\nlink_bw_GBps = 300.0\nbus_efficiency = 0.5")
+    spec = load_toml_spec(text, file="g.toml", base_dir=ROOT)
+    got = Fabric.of(spec, (8,)).collective_time_ns(Collective.ALL_REDUCE, 8e6, Parallelism.TP)
+    assert got == pytest.approx(14_000.0 + 8e6 * 1.75 / 150.0, rel=1e-12)
+
+
+def test_the_nvlink4_preset_fills_its_published_all_gather_bus_bandwidth():
+    """nccl-tests on H100 NVLink: 370 GB/s busbw on all-gather at a 450 GB/s line rate:
+    370 / 450 = 0.8222 -> 0.822; NVLink 3 publishes no figure (execution.bus_efficiency)."""
+    spec = load_toml_spec(PRESET.format(extra=""), file="p.toml", base_dir=ROOT)
+    assert spec.system.network[0].bus_efficiency == 0.822
+    a100 = load_toml_spec(PRESET.format(extra="").replace('"h100"', '"a100"'), file="p.toml",
+                          base_dir=ROOT)
+    assert a100.system.network[0].bus_efficiency is None
+
+
+def test_a_bad_dimension_bus_efficiency_is_a_one_line_exit_2_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(ONE_GEMM.format(extra="").replace("link_bw_GBps = 100.0",
+                                                     "link_bw_GBps = 100.0\nbus_efficiency = -2"))
+    r = CliRunner().invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 2
+    assert f"{bad}: system.network[0].bus_efficiency must be > 0. Got -2 instead." in r.output

@@ -11,7 +11,7 @@ every problem, each naming the field, the value and the accepted names.
 >>> out["system"]["accelerator"]
 {'cores': 132, 'freq_GHz': 1.83, 'sram_bytes': 117850112.0, 'systolic_width': 32, 'systolic_height': 64}
 >>> out["system"]["network"][0]
-{'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0}
+{'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0, 'bus_efficiency': 0.822}
 """
 
 from __future__ import annotations
@@ -179,6 +179,9 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
         latency = fabric.latency.in_base()
         if latency is not None:
             dim.setdefault("link_latency_ns", latency)
+        efficiency = fabric.bus_efficiency()
+        if efficiency is not None:
+            dim.setdefault("bus_efficiency", efficiency)
 
 
 def _domain_size(fabric: FabricPreset, num_chip: Any) -> int | None:

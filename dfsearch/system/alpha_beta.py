@@ -55,11 +55,13 @@ class AlphaBeta:
     step_ns: float
 
     def time_ns(self, op: Collective, nbytes: float, *, degree: int, link_bw_GBps: float,
-                share: int = 1) -> float:
+                share: int = 1, bus_efficiency: float | None = None) -> float:
         """ns of one ``op`` of ``nbytes`` per chip over ``degree`` chips whose links carry
-        ``link_bw_GBps`` (GB/s = bytes per ns), shared by ``share`` groups."""
+        ``link_bw_GBps`` (GB/s = bytes per ns), shared by ``share`` groups;
+        ``bus_efficiency``: the dimension's own (None: this object's)."""
         volume, steps = volume_and_steps(op, degree)
         if steps == 0 or nbytes <= 0:
             return 0.0
-        busbw = self.bus_efficiency * link_bw_GBps / share
+        eff = self.bus_efficiency if bus_efficiency is None else bus_efficiency
+        busbw = eff * link_bw_GBps / share
         return self.step_ns * steps + nbytes * volume / busbw

@@ -171,8 +171,9 @@ class Fabric:
         links = per_byte.group_links(self.system, self.placement, group)
         if links is None:
             return 0.0
-        return self.alpha_beta.time_ns(op, nbytes, degree=links.degree,
-                                       link_bw_GBps=links.bw, share=links.factor)  # fmt: skip
+        own = self.system.network[links.dim].bus_efficiency
+        return self.alpha_beta.time_ns(op, nbytes, degree=links.degree, link_bw_GBps=links.bw,
+                                       share=links.factor, bus_efficiency=own)  # fmt: skip
 
     def _ratio(self, op: Collective, group: Parallelism, split: bool) -> float:
         """ns per byte of a TP collective or the DP gradient all-reduce."""
