@@ -39,6 +39,7 @@ __all__ = [
     "Status",
     "RunStatus",
     "ObjectiveKind",
+    "ExecutionModel",
     "MemoryModel",
     "Recompute",
     "TOPOLOGY_VARIANTS",
@@ -264,6 +265,14 @@ class Overlap(_Coded):
     @property
     def dfmodel(self) -> str:
         return {1: "PERFECT_OVERLAP", 2: "OVERLAP_COMPUTE_MEMORY", 3: "NO_OVERLAP"}[self.value]
+
+
+class ExecutionModel(_Coded):
+    """Which execution model prices kernels and collectives (docs/model.md, "The realistic
+    execution model")."""
+
+    DFMODEL = 1  #: DFModel's equations, exactly
+    REALISTIC = 2  #: launch overhead, GEMM quantisation, alpha-beta collectives, TP exposed
 
 
 class MemoryModel(_Coded):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import MemoryModel, RunStatus, ServingPhase
+from dfsearch.codes import ExecutionModel, MemoryModel, RunStatus, ServingPhase
 from dfsearch.cost.model import Evaluation
 from dfsearch.cost.partition import is_partitioned
 from dfsearch.cost.stages import is_staged
@@ -12,7 +12,7 @@ from dfsearch.explain import UNITS, violation_text
 from dfsearch.kernels.pieces import split_pieces
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
-from dfsearch.spec import Graph, Spec
+from dfsearch.spec import Execution, Graph, Spec
 from dfsearch.workloads import model_of
 from dfsearch.workloads.serving import serving_metrics
 
@@ -32,6 +32,13 @@ def format_seconds(ns: float) -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:.4g} {unit}"
     return f"{ns:.4g} ns"
+
+
+def _realistic_text(ex: Execution) -> str:
+    """The realistic execution model's constants, for the execution line."""
+    return (f"; realistic model: launch {ex.kernel_overhead_us:g} us per kernel, GEMM tiles "
+            f"{ex.gemm_tile_m}x{ex.gemm_tile_n}x{ex.gemm_tile_k}, collectives at "
+            f"{ex.bus_efficiency:g} x link bandwidth + {ex.collective_step_us:g} us per step")
 
 
 def _si(x: float, unit: str) -> str:
@@ -95,7 +102,8 @@ def describe_spec(spec: Spec) -> list[str]:
         + ("auto" if ex.num_config < 0 else str(ex.num_config or "one per kernel"))
         + f", overlap {ex.overlap.label}, "
         + (f"compute_util {ex.compute_util:.4g}" if ex.compute_util else "cycle model")
-        + f", word {ex.word_bytes} B, equations {ex.equations.label}",
+        + f", word {ex.word_bytes} B, equations {ex.equations.label}"
+        + (_realistic_text(ex) if ex.model is ExecutionModel.REALISTIC else ""),
     ]
     lines += [f"WARNING   {w.render()}" for w in spec_warnings(spec)]
     return lines

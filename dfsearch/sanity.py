@@ -5,7 +5,7 @@ at a valid spec and points out two kinds of surprise, without changing any resul
 
 * a value implausible for its unit by orders of magnitude — a bandwidth typed in B/s where
   GB/s is expected, a clock in MHz where GHz is expected, a chip above 100 PFLOP/s;
-* an input that has no effect on the result — a second DRAM tier under the v2 equations, an ``effective_stage`` no kernel uses. (Inputs the model cannot use at
+* an input that has no effect on the result — a second DRAM tier under the v2 equations, an ``effective_stage`` no kernel uses, a realistic-model key under ``execution.model = "dfmodel"``. (Inputs the model cannot use at
   all, such as a link power for a dimension that does not exist, are validation errors.)
 
 The thresholds are wide on purpose (every chip of the DFModel paper, from an A100 to a
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dfsearch.codes import Equations
-from dfsearch.spec import Spec
+from dfsearch.codes import Equations, ExecutionModel
+from dfsearch.spec import Execution, Spec
 
 __all__ = ["SpecWarning", "spec_warnings", "PEAK_LIMIT_GFLOPS"]
 
@@ -102,4 +102,19 @@ def _no_effect_warnings(spec: Spec) -> list[SpecWarning]:
             "execution.effective_stage",
             "no kernel sets use_effective_stage, so it has no effect.",
         ))
-    return out
+    return out + _realistic_only_warnings(ex)
+
+
+#: the execution keys only the realistic execution model reads, with their defaults
+_REALISTIC_KEYS = ("kernel_overhead_us", "gemm_tile_m", "gemm_tile_n", "gemm_tile_k",
+                   "bus_efficiency", "collective_step_us")
+
+
+def _realistic_only_warnings(ex: Execution) -> list[SpecWarning]:
+    """A realistic-model key set away from its default while DFModel's equations run."""
+    if ex.model is ExecutionModel.REALISTIC:
+        return []
+    default = Execution()
+    return [SpecWarning(f"execution.{key}", "is read by the realistic execution model only; "
+                                            "with execution.model = \"dfmodel\" it has no effect.")
+            for key in _REALISTIC_KEYS if getattr(ex, key) != getattr(default, key)]

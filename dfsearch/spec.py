@@ -17,6 +17,7 @@ from dfsearch.codes import (
     ComputeType,
     Dim,
     Equations,
+    ExecutionModel,
     ExecutionStyle,
     KernelKind,
     MemoryModel,
@@ -206,6 +207,9 @@ class NetworkDim:
     size: int = 0
     parallelism: Parallelism = Parallelism.NONE
     link_latency_ns: float | None = None
+    #: realistic execution model: achievable bus bandwidth / link bandwidth of this
+    #: dimension's collectives (None: ``execution.bus_efficiency``)
+    bus_efficiency: float | None = None
 
     def latency_ns(self, accelerator: Accelerator) -> float:
         """This dimension's hop latency: its own, else the accelerator's."""
@@ -269,6 +273,15 @@ class Execution:
     skip_inter_chip_optimization: bool = False
     effective_stage: int = 0
     replicate_sram_index_bug: bool = False
+    #: ``dfmodel`` (DFModel's equations) or ``realistic`` (docs/model.md, "The realistic
+    #: execution model"); the fields below are read by the realistic model only
+    model: ExecutionModel = ExecutionModel.DFMODEL
+    kernel_overhead_us: float = 4.5  #: launch and synchronisation per kernel execution
+    gemm_tile_m: int = 128  #: output tile of one core (rows), the GEMM's quantum
+    gemm_tile_n: int = 128  #: output tile of one core (columns)
+    gemm_tile_k: int = 64  #: the reduction's step: K is padded to a multiple of it
+    bus_efficiency: float = 0.8  #: achievable bus bandwidth / link bandwidth of a collective
+    collective_step_us: float = 1.0  #: latency of one step of a ring collective
 
 
 # --------------------------------------------------------------------------- training

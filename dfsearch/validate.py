@@ -25,6 +25,7 @@ from dfsearch.codes import (
     TOPOLOGY_VARIANTS,
     Collective,
     Dim,
+    ExecutionModel,
     ExecutionStyle,
     MemoryModel,
     Parallelism,
@@ -132,6 +133,7 @@ RANGES: dict[str, Range] = {
     "system.network[].link_bw_GBps": _BW,
     "system.network[].size": Range(1, _P24, "chips"),
     "system.network[].link_latency_ns": Range(0, 1e15, "ns"),
+    "system.network[].bus_efficiency": Range(1e-3, 2, "", "of the link bandwidth"),
     # cost
     **{f"cost.{f}": _PRICE for f in _COST_FIELDS},
     # execution
@@ -139,6 +141,12 @@ RANGES: dict[str, Range] = {
     "execution.compute_util": Range(1e-6, 1, "", "or 0 for the cycle model"),
     "execution.num_config": Range(1, 2**16 - 1),
     "execution.effective_stage": Range(1, 2**16, "stages"),
+    "execution.kernel_overhead_us": Range(0, 1e6, "us"),
+    "execution.gemm_tile_m": Range(1, 2**16, "rows"),
+    "execution.gemm_tile_n": Range(1, 2**16, "columns"),
+    "execution.gemm_tile_k": Range(1, 2**16, "elements"),
+    "execution.bus_efficiency": Range(1e-3, 2, "", "of the link bandwidth"),
+    "execution.collective_step_us": Range(0, 1e6, "us"),
     # workload: each kind's ``field_ranges`` (dfsearch/workloads/)
     **{
         f"workload.{name}": Range(*rng)
@@ -614,6 +622,9 @@ def _check_system(s: IssueSink, sy: System) -> None:
         if d.link_latency_ns is not None:
             s.ge(f"system.network[{i}].link_latency_ns", d.link_latency_ns)
             _within(s, f"system.network[{i}].link_latency_ns", d.link_latency_ns)
+        if d.bus_efficiency is not None:
+            s.gt(f"system.network[{i}].bus_efficiency", d.bus_efficiency)
+            _within(s, f"system.network[{i}].bus_efficiency", d.bus_efficiency)
     topo = tuple(d.topology for d in sy.network)
     if not allowed_network(topo):
         s.add("system.network", _network_message(topo))
@@ -683,8 +694,19 @@ def _check_execution(s: IssueSink, e: Execution) -> None:
     if e.num_config < 0 and e.num_config != AUTO:
         s.add("execution.num_config", f"must be >= 0 or 'auto'. Got {e.num_config} instead.")
     s.ge("execution.effective_stage", e.effective_stage)
-    for f in ("word_bytes", "num_config", "effective_stage"):
+    for f in ("kernel_overhead_us", "collective_step_us"):
+        s.ge(f"execution.{f}", getattr(e, f))
+    for f in ("gemm_tile_m", "gemm_tile_n", "gemm_tile_k"):
+        s.ge(f"execution.{f}", getattr(e, f), 1)
+    s.gt("execution.bus_efficiency", e.bus_efficiency)
+    realistic = ("kernel_overhead_us", "gemm_tile_m", "gemm_tile_n", "gemm_tile_k",
+                 "bus_efficiency", "collective_step_us")
+    for f in ("word_bytes", "num_config", "effective_stage", *realistic):
         _within(s, f"execution.{f}", getattr(e, f))
+    if e.model is ExecutionModel.REALISTIC and e.compute_util == 0:
+        s.add("execution.compute_util", "must be > 0 with execution.model = 'realistic' (the "
+                                        "fraction of peak a large, tile-aligned GEMM reaches). "
+                                        "Got 0 (the cycle model) instead.")
     if e.compute_util <= 1:  # > 1 is reported above
         _within(s, "execution.compute_util", e.compute_util)
 

@@ -20,13 +20,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dfsearch.codes import ComputeType, Dim, Equations, ExecutionStyle, KernelKind
+from dfsearch.codes import (
+    ComputeType,
+    Dim,
+    Equations,
+    ExecutionModel,
+    ExecutionStyle,
+    KernelKind,
+)
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
 from dfsearch.pins import fwd_bwd_bounds  # re-exported
 from dfsearch.quirks import Quirks
-from dfsearch.spec import AUTO, Spec
+from dfsearch.spec import AUTO, Accelerator, Execution, Spec
 from dfsearch.system.collectives import price_needs
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
@@ -46,6 +53,9 @@ __all__ = [
     "effective_num_config",
     "forced_config",
     "fwd_bwd_bounds",
+    "gemm_tile",
+    "gemm_work_flop",
+    "realistic_compute_ns",
 ]
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +175,9 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks | None = None) -> Problem:
     model = model_of(spec.workload)
     ctx = _context(spec, outer, model)
     pf, batch_mult = model.pipeline(ctx)
-    kcols, weight_total = _kernel_columns(ctx)
     e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
     net = price_needs(ctx.fabric, model.network(ctx), n, len(e_b))
+    kcols, weight_total = _kernel_columns(ctx, net.exposed_tile_ns)
     k_net_t, k_net_1, k_ar, e_net_t, e_ar = _network_columns(net, n, len(e_b))
     k_chan = _channel_columns(net, n)
     ext = sum(k.dram_extra_bytes for k in g.kernels)
@@ -233,9 +243,12 @@ def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
     )  # fmt: skip
 
 
-def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
+def _kernel_columns(
+    ctx: Lowering, exposed: list[float] | None = None
+) -> tuple[dict[str, np.ndarray], float]:
     """Cycle-model work (a, b, z), FLOP-model compute time, weight SRAM bytes and weight
-    flags of every kernel, and the total weight bytes."""
+    flags of every kernel, and the total weight bytes. ``exposed``: the realistic model's
+    per-kernel collective time per tile that adds to the compute time (None: DFModel's)."""
     spec, quirks = ctx.spec, ctx.quirks
     ex, acc = spec.execution, spec.system.accelerator
     v2 = ex.equations is Equations.V2
@@ -270,6 +283,9 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
         k_z.append(z * mult)
         if cycle_model:
             k_tc.append(0.0)
+        elif exposed is not None:
+            k_tc.append(realistic_compute_ns(ex, acc, k.type, (sm, sk, sn), mult, simd=flop)
+                        + exposed[i])  # fmt: skip
         else:
             rate = ex.compute_util * acc.peak_gflops
             if k.type is ComputeType.SIMD and not quirks.simd_at_systolic_peak:
@@ -284,6 +300,42 @@ def _kernel_columns(ctx: Lowering) -> tuple[dict[str, np.ndarray], float]:
     cols = dict(a=_i(k_a), b=_i(k_b), z=_i(k_z), compute_ns=_f(k_tc), weight_sram=_f(k_wsram),
                 is_weight=_i(k_isw))  # fmt: skip
     return cols, weight_total
+
+
+def gemm_tile(tile: int, size: int) -> int:
+    """The output tile a GEMM library picks along a dimension of ``size``: the configured
+    ``tile``, or the power of two >= ``size`` (at least 16) when that is narrower (skinny
+    operands get narrow tiles)."""
+    return min(tile, max(16, 1 << max(0, size - 1).bit_length()))
+
+
+def gemm_work_flop(sm: int, sk: int, sn: int, ex: Execution, cores: int) -> float:
+    """FLOP the cores spend on an ``sm`` x ``sk`` x ``sn`` GEMM: the output cut into tiles
+    (tile quantisation), K padded to its step, the K steps split over the idle cores when
+    the tiles fill less than one wave (split-K), and the work run in whole waves of one tile
+    per core (wave quantisation; docs/model.md, "The realistic execution model")."""
+    tm, tn, tk = gemm_tile(ex.gemm_tile_m, sm), gemm_tile(ex.gemm_tile_n, sn), ex.gemm_tile_k
+    tiles = _ceil_div(sm, tm) * _ceil_div(sn, tn)
+    k_steps = _ceil_div(sk, tk)
+    splits = max(1, min(cores // tiles, k_steps))
+    waves = _ceil_div(tiles * splits, cores)
+    return 2.0 * waves * cores * tm * tn * (_ceil_div(k_steps, splits) * tk)
+
+
+def realistic_compute_ns(
+    ex: Execution, acc: Accelerator, typ: ComputeType, dims: tuple[int, int, int], mult: int,
+    *, simd: float,
+) -> float:
+    """One kernel's time per tile under the realistic model: ``mult`` executions, each the
+    launch overhead plus its work at ``compute_util`` x peak (a GEMM's quantised work, an
+    elementwise kernel's ``simd`` FLOP at the SIMD rate)."""
+    launch = ex.kernel_overhead_us * 1e3
+    rate = ex.compute_util * acc.peak_gflops
+    if typ is ComputeType.SIMD:
+        work = simd / (rate / acc.systolic_height)
+    else:
+        work = gemm_work_flop(*dims, ex, acc.cores) / rate
+    return mult * (launch + work)
 
 
 def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
@@ -332,6 +384,12 @@ def _channel_columns(net: NetworkTerms, n: int) -> np.ndarray:
     return chan
 
 
+def _checks_sram(model: WorkloadModel, ex: Execution) -> bool:
+    """Configurations are held to SRAM as the workload says; not under the realistic model,
+    where a GPU runs kernel by kernel from HBM (a kernel's tiles live in its own SRAM)."""
+    return bool(model.checks_sram(ex)) and ex.model is not ExecutionModel.REALISTIC
+
+
 def _constants(
     ctx: Lowering,
     model: WorkloadModel,
@@ -365,7 +423,7 @@ def _constants(
         p2p_ns=float(net.p2p_ns), num_copy=float(spec.num_copy), num_tile=int(ctx.num_tile),
         num_config=int(c), cores=int(acc.cores),
         overlap=int(ex.overlap), fb_last_fwd=int(f_cap), fb_first_bwd=int(b_min),
-        cycle_model=bool(ex.compute_util == 0.0), sram_check=bool(model.checks_sram(ex)),
+        cycle_model=bool(ex.compute_util == 0.0), sram_check=_checks_sram(model, ex),
         tf_divides=v2, per_config_tiles=v2 and num_set > 0, ii_num_input=v2,
         fb_rule=bool(fb_rule), num_input_mixed=0 < num_set < n, fixed_config=bool(fixed),
         sparse=sparse,

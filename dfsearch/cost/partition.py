@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dfsearch.codes import Collective, Dim, ExecutionStyle, Phase
+from dfsearch.codes import Collective, Dim, ExecutionModel, ExecutionStyle, Phase
 from dfsearch.kernels.graph import GraphStructure, downstream_layout, relayout, upstream_layout
 from dfsearch.kernels.pieces import subgraph
 from dfsearch.spec import Spec
@@ -206,7 +206,7 @@ def partition_problem(spec: Spec, shape: tuple[int, ...], placement: Placement |
         beta=beta, parts=parts, lo=tuple(lo), hi=tuple(hi),
     )  # fmt: skip
     return problem, {"compute": compute, "flop": flop, "coll_bytes": coll, "ratio": ratio,
-                     "exact_price": ex.compute_util > 0}
+                     "exact_price": ex.compute_util > 0 and ex.model is ExecutionModel.DFMODEL}
 
 
 def _cycle_ns(spec: Spec, k: Any, tp: int) -> float:

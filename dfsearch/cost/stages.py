@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dfsearch.codes import Status
+from dfsearch.codes import Collective, Parallelism, Status
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluation, evaluate, evaluate_problem
 from dfsearch.cost.stage_cuts import cut_split
@@ -349,12 +349,13 @@ class StageModel:
 
     def cut_p2p_ns(self, i: int) -> float:
         """What a cut at cut point i (1-based; 0: none) adds to the batch's p2p: its bytes
-        over the pp dimension's link, at the p2p ns per byte of the pipeline's own term."""
+        over the pp dimension's link, priced as the pipeline's own p2p term (the fabric)."""
         if i == 0 or self.pp <= 1:
             return 0.0
         d = self.lay.decision
-        r = Fabric.of(self.spec, d.shape, d.placement).ratios()
-        return r.p2p * self.cut_points[i - 1].cut_bytes
+        fabric = Fabric.of(self.spec, d.shape, d.placement)
+        return fabric.collective_time_ns(Collective.POINT_TO_POINT,
+                                         self.cut_points[i - 1].cut_bytes, Parallelism.PP)
 
     def _max_runs(self, s: int, b: int, a: int) -> int:
         """Most executions stage s holds within its DRAM after the second part of a layer cut

@@ -162,8 +162,10 @@ def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,
         notes.append("the graph has too many order ideals for the exact partitioning: the "
                      "partitions were cut along a few topological orders (not proven)")
     if not run.exact_price:
-        notes.append("cycle model: each partition priced with its kernels on all the cores one "
-                     "after another (DFModel shares the cores among them): the cut is not proven")
+        notes.append("each partition priced by DFModel's additive rule, not the evaluator's "
+                     "(the cycle model runs its kernels on all the cores one after another, "
+                     "DFModel shares them; or the realistic execution model): the cut is not "
+                     "proven")
     if run.stop and run.stop != "interrupted":
         notes.append(f"{run.stop} after {run.solved + run.pruned} of {total} outer choices")
     has_bound = best is not None and bound > 0

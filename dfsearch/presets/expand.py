@@ -11,7 +11,7 @@ every problem, each naming the field, the value and the accepted names.
 >>> out["system"]["accelerator"]
 {'cores': 132, 'freq_GHz': 1.83, 'sram_bytes': 117850112.0, 'systolic_width': 32, 'systolic_height': 64}
 >>> out["system"]["network"][0]
-{'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0}
+{'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0, 'bus_efficiency': 0.822}
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dfsearch.presets.fabrics import FABRICS, FAMILIES, ROLES, FabricPreset, fab
 from dfsearch.presets.models import MODELS, ModelPreset, model_named
 from dfsearch.presets.represent import systolic_shape
 
-__all__ = ["expand_presets"]
+__all__ = ["expand_presets", "GEMM_CEILING"]
 
 _LLM_GENERATORS = ("llm", "llm-fwd")
 
@@ -94,11 +94,29 @@ def _expand_system(data: dict[str, Any], system: dict[str, Any], issues: list[Is
     _fill_systolic(data, accel, chip, issues)
     _fill(memory, "dram_bw_GBps", chip.hbm_bandwidth.in_base(), chip, issues, "system.memory")
     _fill(memory, "dram_bytes", chip.hbm_capacity.in_base(), chip, issues, "system.memory")
+    _default_realistic(data)
     tdp = chip.tdp.in_base()
     cost = data.setdefault("cost", {})
     if tdp is not None and isinstance(cost, dict):
         cost.setdefault("chip_power_W", tdp)
     return chip
+
+
+#: the fraction of the dense peak a large, tile-aligned GEMM reaches under the realistic
+#: execution model (``execution.compute_util`` there); fitted on three training anchors
+#: (benchmarks/validate.py ``FIT_IDS``; docs/validation.md says how)
+GEMM_CEILING = 0.6
+
+
+def _default_realistic(data: dict[str, Any]) -> None:
+    """A spec that names a chip preset runs the realistic execution model unless it says
+    ``execution.model = "dfmodel"``; then ``compute_util`` defaults to ``GEMM_CEILING``."""
+    execution = data.setdefault("execution", {})
+    if not isinstance(execution, dict):
+        return  # the loader reports it
+    execution.setdefault("model", "realistic")
+    if execution["model"] == "realistic":
+        execution.setdefault("compute_util", GEMM_CEILING)
 
 
 def _fill(table: dict[str, Any], key: str, value: float | None, chip: ChipPreset,
@@ -161,6 +179,9 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
         latency = fabric.latency.in_base()
         if latency is not None:
             dim.setdefault("link_latency_ns", latency)
+        efficiency = fabric.bus_efficiency()
+        if efficiency is not None:
+            dim.setdefault("bus_efficiency", efficiency)
 
 
 def _domain_size(fabric: FabricPreset, num_chip: Any) -> int | None:

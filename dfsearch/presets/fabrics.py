@@ -54,6 +54,16 @@ class FabricPreset:
         assert bw is not None, self.name  # every fabric publishes its bandwidth
         return bw
 
+    def bus_efficiency(self) -> float | None:
+        """The realistic model's achievable fraction of the link bandwidth on this fabric:
+        the highest published all-gather ``busbw`` over the line rate (the figure NCCL reaches
+        on operations without in-switch reduction, so it holds for every collective), rounded
+        to 3 digits; None when none is published (``execution.bus_efficiency`` applies)."""
+        figures = [b.busbw.in_base() for b in self.bus_bandwidth
+                   if b.collective is Collective.ALL_GATHER]
+        figures = [f for f in figures if f is not None]
+        return round(max(figures) / self.link_bw_GBps(), 3) if figures else None
+
     def sourced(self) -> tuple[Sourced, ...]:
         extra = (self.domain,) if self.domain is not None else ()
         return (self.bandwidth, self.latency, *extra,

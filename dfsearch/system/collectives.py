@@ -4,8 +4,9 @@ A workload never computes nanoseconds: its ``WorkloadModel.network`` hook return
 ``NetworkNeeds``, a list of ``CollectiveNeed`` (operation, bytes per chip, group, where it is
 charged, and plain counts), and ``price_needs`` asks the ``Fabric`` for each one's time and
 fills the per-kernel, per-edge and pipeline terms the evaluator reads (``NetworkTerms``).
-Issue-level refinements of collective pricing (a per-collective latency, bus efficiency,
-overlap) belong in the fabric and in this function, once for every workload.
+Refinements of collective pricing belong in the fabric and in this function, once for every
+workload: under the realistic execution model the fabric prices alpha-beta and this function
+routes each kernel's tensor-parallel collectives to ``exposed_tile_ns`` (not overlapped).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, NetworkTerm
+from dfsearch.codes import Collective, NetworkTerm, Parallelism
 
 if TYPE_CHECKING:
     from dfsearch.system.fabric import Fabric, Group
@@ -70,6 +71,9 @@ class NetworkTerms:
     edge_all_reduce: list[int] | None = None
     ar_latency_ns: float = 0.0
     p2p_ns: float = 0.0
+    #: realistic model: per kernel, ns per tile of the TP collectives that no compute hides
+    #: (added to the kernel's compute time by lowering); None under DFModel's equations
+    exposed_tile_ns: list[float] | None = None
 
 
 def _need_ns(fabric: Fabric, need: CollectiveNeed, split: bool) -> float:
@@ -92,6 +96,8 @@ def price_needs(fabric: Fabric, needs: NetworkNeeds, kernels: int, edges: int) -
     flags = [0] * kernels
     p2p = 0.0
     split = needs.split_all_reduce
+    realistic = fabric.alpha_beta is not None
+    exposed = [0.0] * kernels if realistic else None
     for need in needs.needs:
         if need.term is NetworkTerm.CHANNEL:
             if need.group is None:
@@ -102,7 +108,9 @@ def price_needs(fabric: Fabric, needs: NetworkNeeds, kernels: int, edges: int) -
                 chan[need.index][need.group] += _need_ns(fabric, need, split)
             continue
         t = _need_ns(fabric, need, split)
-        if need.term is NetworkTerm.KERNEL_TILE:
+        if exposed is not None and _exposed(need):
+            exposed[need.index] += t
+        elif need.term is NetworkTerm.KERNEL_TILE:
             tile[need.index] += t
             if need.op is Collective.ALL_REDUCE and need.nbytes > 0:
                 flags[need.index] = 1
@@ -112,8 +120,18 @@ def price_needs(fabric: Fabric, needs: NetworkNeeds, kernels: int, edges: int) -
             edge[need.index] += t
         else:
             p2p += t
-    latency = fabric.all_reduce_latency_ns(split_all_reduce=split) if needs.all_reduce_latency else 0.0
+    # the realistic model's alpha term holds the latency of every collective
+    with_latency = needs.all_reduce_latency and not realistic
+    latency = fabric.all_reduce_latency_ns(split_all_reduce=split) if with_latency else 0.0
     return NetworkTerms(
         kernel_tile_ns=tile, kernel_once_ns=once, channel_ns=chan, kernel_all_reduce=flags,
-        edge_tile_ns=edge, ar_latency_ns=latency, p2p_ns=p2p,
+        edge_tile_ns=edge, ar_latency_ns=latency, p2p_ns=p2p, exposed_tile_ns=exposed,
     )  # fmt: skip
+
+
+def _exposed(need: CollectiveNeed) -> bool:
+    """Realistic model: a kernel's tensor-parallel collective runs after the kernel on the
+    critical path (Megatron-LM does not overlap it), so it adds to the kernel's time instead
+    of overlapping it; the DP gradient all-reduce and the pipeline's p2p stay network terms
+    (overlapped with compute as the execution's ``overlap`` says)."""
+    return need.term is NetworkTerm.KERNEL_TILE and need.group is Parallelism.TP

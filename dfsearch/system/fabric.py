@@ -13,6 +13,11 @@ placement and the spec's ``quirks``. It answers
 * ``ratios()`` / ``expert_ratios(E)``: the ns per byte the LLM and MoE paths read;
 * ``all_reduce_latency_ns(split)`` and ``hop_ns(bytes)``: the latency terms.
 
+Under ``execution.model = "realistic"`` (``alpha_beta`` set) the TP, PP and DP collectives
+of the LLM kinds are priced alpha-beta instead (``dfsearch.system.alpha_beta``: ring steps x
+a step latency + bytes / the achievable bus bandwidth); the MoE paths, whole-copy and
+per-dimension collectives keep DFModel's formulas. Under ``"dfmodel"`` nothing changes.
+
 DFModel's number-changing behaviours that concern the network (half-volume all-reduce, the
 DLRM gradient all-reduce bytes counted as ns, the HBD reduce, p2p without a pipeline, the
 link and switch-port counting quirks) are read from ``quirks`` here and nowhere else, so
@@ -22,12 +27,13 @@ cases are bit for bit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from dfsearch.codes import Collective, Equations, Parallelism
+from dfsearch.codes import Collective, Equations, ExecutionModel, Parallelism
 from dfsearch.quirks import Quirks
 from dfsearch.system import ratios as per_byte
+from dfsearch.system.alpha_beta import AlphaBeta
 from dfsearch.system.network_cost import NetworkPrice, link_switch_counts, network_price
 from dfsearch.system.placement import Placement, fixed_placement
 
@@ -58,6 +64,9 @@ class Fabric:
     #: reduce-scatter + all-gather
     plain: per_byte.LLMRatios
     split: per_byte.LLMRatios
+    #: the realistic execution model's pricing of the TP, PP and DP collectives (None:
+    #: DFModel's formulas, untouched)
+    alpha_beta: AlphaBeta | None = None
 
     @classmethod
     def of(
@@ -65,9 +74,13 @@ class Fabric:
     ) -> Fabric:
         """The fabric of ``spec``'s network on ``shape`` (None: the spec's fixed roles)."""
         sysm, ex = spec.system, spec.execution
-        return cls.build(sysm, tuple(shape), placement, spec.quirks, equations=ex.equations,
-                         separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
-                         chips_per_copy=sysm.num_chip // spec.num_copy)  # fmt: skip
+        fabric = cls.build(sysm, tuple(shape), placement, spec.quirks, equations=ex.equations,
+                           separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
+                           chips_per_copy=sysm.num_chip // spec.num_copy)  # fmt: skip
+        if ex.model is not ExecutionModel.REALISTIC:
+            return fabric
+        ab = AlphaBeta(bus_efficiency=ex.bus_efficiency, step_ns=ex.collective_step_us * 1e3)
+        return replace(fabric, alpha_beta=ab)
 
     @classmethod
     def build(
@@ -138,6 +151,8 @@ class Fabric:
             if op in (Collective.BROADCAST, Collective.POINT_TO_POINT):
                 return nbytes / self.system.network[group].link_bw_GBps
             raise ValueError(f"no {op.label} over network dimension {group}")
+        if self.alpha_beta is not None and experts == 0:
+            return self._alpha_beta_ns(op, nbytes, group)
         if op is Collective.ALL_REDUCE_PERIODIC and group is Parallelism.DP and experts > 0:
             e = self.expert_ratios(experts)
             return e.gradient_all_reduce * nbytes * e.experts_per_chip
@@ -148,6 +163,17 @@ class Fabric:
                 return 0.0  # PP = 1 is no pipeline: nothing is sent (Quirks.dfmodel() sends)
             return self.ratios().p2p * nbytes
         return self._ratio(op, group, split_all_reduce) * nbytes
+
+    def _alpha_beta_ns(self, op: Collective, nbytes: float, group: Parallelism) -> float:
+        """The realistic model's time of a collective of one kind of parallelism's groups
+        (``dfsearch.system.alpha_beta``); 0 when no dimension carries the kind."""
+        assert self.alpha_beta is not None
+        links = per_byte.group_links(self.system, self.placement, group)
+        if links is None:
+            return 0.0
+        own = self.system.network[links.dim].bus_efficiency
+        return self.alpha_beta.time_ns(op, nbytes, degree=links.degree, link_bw_GBps=links.bw,
+                                       share=links.factor, bus_efficiency=own)  # fmt: skip
 
     def _ratio(self, op: Collective, group: Parallelism, split: bool) -> float:
         """ns per byte of a TP collective or the DP gradient all-reduce."""
@@ -192,5 +218,7 @@ class Fabric:
         g = self.groups()
         if g.pp_dim < 0 or g.pp <= 1:
             return 0.0
+        if self.alpha_beta is not None:
+            return self._alpha_beta_ns(Collective.POINT_TO_POINT, nbytes, Parallelism.PP)
         net, acc = self.system.network, self.system.accelerator
         return nbytes * self.ratios().p2p + net[g.pp_dim].latency_ns(acc)

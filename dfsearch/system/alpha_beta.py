@@ -1,0 +1,67 @@
+"""Collectives priced alpha-beta: the realistic execution model's network (docs/model.md,
+"The realistic execution model").
+
+A ring collective of ``bytes`` per chip over ``p`` chips takes ``steps`` steps, each paying a
+fixed latency alpha, and moves ``bytes x volume(p)`` per chip at the achievable bus
+bandwidth (a fraction of the link bandwidth, the ``busbw`` of nccl-tests):
+
+=================  ===============  ===========
+operation          volume(p)        steps
+=================  ===============  ===========
+all-reduce         2 (p - 1) / p    2 (p - 1)
+all-gather, a2a    (p - 1) / p      p - 1
+point-to-point     1                1
+=================  ===============  ===========
+
+On a part of a split dimension (``TopologyKind.sub_group``) the strided groups share the
+links: the bandwidth is divided by the sub-group's factor. A group of one chip costs 0.
+
+>>> ab = AlphaBeta(bus_efficiency=0.8, step_ns=1000.0)
+>>> round(ab.time_ns(Collective.ALL_REDUCE, 8e6, degree=8, link_bw_GBps=300.0), 3)
+72333.333
+
+(14 steps x 1 us + 8e6 bytes x 1.75 / (0.8 x 300 GB/s).)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dfsearch.codes import Collective
+
+__all__ = ["AlphaBeta", "volume_and_steps"]
+
+
+def volume_and_steps(op: Collective, degree: int) -> tuple[float, int]:
+    """(bytes moved per chip per byte of the message, ring steps) of ``op`` over ``degree``
+    chips; (0, 0) for one chip."""
+    p = degree
+    if p <= 1:
+        return 0.0, 0
+    if op in (Collective.ALL_REDUCE, Collective.ALL_REDUCE_PERIODIC):
+        return 2.0 * (p - 1) / p, 2 * (p - 1)
+    if op in (Collective.ALL_GATHER, Collective.ALL_TO_ALL, Collective.EXPERT_ALL_TO_ALL):
+        return (p - 1) / p, p - 1
+    if op in (Collective.POINT_TO_POINT, Collective.BROADCAST):
+        return 1.0, 1
+    raise ValueError(f"no alpha-beta form of {op.label}")
+
+
+@dataclass(frozen=True, slots=True)
+class AlphaBeta:
+    """The achievable fraction of the link bandwidth and the latency of one ring step."""
+
+    bus_efficiency: float
+    step_ns: float
+
+    def time_ns(self, op: Collective, nbytes: float, *, degree: int, link_bw_GBps: float,
+                share: int = 1, bus_efficiency: float | None = None) -> float:
+        """ns of one ``op`` of ``nbytes`` per chip over ``degree`` chips whose links carry
+        ``link_bw_GBps`` (GB/s = bytes per ns), shared by ``share`` groups;
+        ``bus_efficiency``: the dimension's own (None: this object's)."""
+        volume, steps = volume_and_steps(op, degree)
+        if steps == 0 or nbytes <= 0:
+            return 0.0
+        eff = self.bus_efficiency if bus_efficiency is None else bus_efficiency
+        busbw = eff * link_bw_GBps / share
+        return self.step_ns * steps + nbytes * volume / busbw
