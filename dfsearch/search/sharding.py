@@ -97,11 +97,12 @@ def solve_sharding(
     choice = _eliminate(plan, tables)
     sharding = tuple(domains[i][choice[i]] for i in range(len(graph.kernels)))
     st = plan.structure
-    colls = []
-    for e, (a, b) in enumerate(zip(st.src, st.dst)):
-        up = upstream_layout(sharding[a])
-        colls.append(relayout(up, downstream_layout(graph.kernels[b], st.operand[e], sharding[b])))
-    return ShardingSolution(sharding, _bytes(graph, st, sharding), tuple(colls))
+    colls = tuple(plan.relayouts[e][(choice[a], choice[b])] for e, (a, b) in enumerate(zip(st.src, st.dst)))
+    total = sum(_ar_bytes(k, s) for k, s in zip(graph.kernels, sharding))
+    for e, coll in enumerate(colls):
+        if coll is not Collective.NONE:
+            total += st.tensor_bytes[e]
+    return ShardingSolution(sharding, total, colls)
 
 
 def _bytes(graph: Graph, st: GraphStructure, sharding: tuple[Dim, ...]) -> float:
@@ -190,8 +191,12 @@ def solve_spec_sharding(
     kernels = spec.graph.kernels
     index = spec.graph.index()
 
+    shards: dict[tuple[int, Dim], tuple[int, int, int]] = {}  # this solve's, each once
+
     def dims(i: int, d: Dim) -> tuple[int, int, int]:
-        return shard_dims(spec, i, d, grp.tp, num_tile, shape)
+        if (i, d) not in shards:
+            shards[(i, d)] = shard_dims(spec, i, d, grp.tp, num_tile, shape)
+        return shards[(i, d)]
 
     def unary(i: int, d: Dim) -> tuple[float, float]:
         sm, sk, sn = dims(i, d)

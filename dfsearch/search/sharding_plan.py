@@ -49,6 +49,8 @@ class Plan:
     graph: Graph  #: the graph it was made for (held, so that its id stays its own)
     structure: GraphStructure
     domains: tuple[tuple[Dim, ...], ...]
+    #: per connection: the collective its re-layout needs, by (producer, consumer) choice index
+    relayouts: tuple[dict[tuple[int, int], Collective], ...]
     #: per connection between distinct kernels: its index and, per cell of its factor, the
     #: producer's choice and the collective the re-layout needs
     edges: tuple[tuple[int, tuple[tuple[Dim, Collective], ...]], ...]
@@ -73,19 +75,20 @@ class ShardingPlans:
 def make_plan(graph: Graph) -> Plan:
     st = GraphStructure.of(graph)
     domains = tuple(_domains(graph))
+    relayouts = []
+    for e, (a, b) in enumerate(zip(st.src, st.dst)):
+        kb, op = graph.kernels[b], st.operand[e]
+        relayouts.append({(ia, ib): relayout(upstream_layout(da), downstream_layout(kb, op, db))
+                          for ia, da in enumerate(domains[a]) for ib, db in enumerate(domains[b])})  # fmt: skip
     scopes = [(i,) for i in range(len(domains))]
     edges = []
     for e, (a, b) in enumerate(zip(st.src, st.dst)):
         if a == b:
             continue
-        cells = {}
-        for ia, da in enumerate(domains[a]):
-            for ib, db in enumerate(domains[b]):
-                coll = relayout(upstream_layout(da), downstream_layout(graph.kernels[b], st.operand[e], db))
-                cells[(ia, ib) if a < b else (ib, ia)] = (da, coll)
+        cells = {((ia, ib) if a < b else (ib, ia)): (domains[a][ia], coll) for (ia, ib), coll in relayouts[e].items()}
         scopes.append((min(a, b), max(a, b)))
         edges.append((e, tuple(cells[k] for k in sorted(cells))))
-    return Plan(graph, st, domains, tuple(edges), _steps(domains, scopes))
+    return Plan(graph, st, domains, tuple(relayouts), tuple(edges), _steps(domains, scopes))
 
 
 def _steps(domains: tuple[tuple[Dim, ...], ...], scopes: list[tuple[int, ...]]) -> tuple[Step, ...]:
