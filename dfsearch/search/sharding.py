@@ -147,7 +147,7 @@ def _eliminate(plan: Plan, tables: list[list[Cost]]) -> list[int]:
     args: list[list[int]] = []
     for step in plan.steps:
         mine = [tables[i] for i in step.factors]
-        dv = step.size
+        dv, cells = step.size, step.cells
         new: list[Cost] = []
         arg: list[int] = []
         at = 0
@@ -155,10 +155,14 @@ def _eliminate(plan: Plan, tables: list[list[Cost]]) -> list[int]:
             best: Cost | None = None
             best_x = 0
             for x in range(dv):
-                c = _ZERO
-                for t, j in zip(mine, step.cells[at]):
-                    c = _add(c, t[j])
+                c0 = c1 = c2 = 0.0  # the sum of the factors' costs, in factor order
+                for t, j in zip(mine, cells[at]):
+                    q = t[j]
+                    c0 += q[0]
+                    c1 += q[1]
+                    c2 += q[2]
                 at += 1
+                c = (c0, c1, c2)
                 if best is None or c < best:
                     best, best_x = c, x
             new.append(best if best is not None else _ZERO)
