@@ -31,7 +31,8 @@ from dfsearch.search import _dp, _window
 from dfsearch.search.assign import _allowed, _regimes, assign_configs
 from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
 from dfsearch.search.layered import composed_order, layer_of, sub_problem
-from dfsearch.search.sharding import _min_fill_order, solve_spec_sharding
+from dfsearch.search.sharding import solve_spec_sharding
+from dfsearch.search.sharding_plan import _min_fill_order
 
 from specs import random_spec
 

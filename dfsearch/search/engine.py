@@ -53,6 +53,7 @@ from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import lone_misfits
 from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.sharding import solve_spec_sharding
+from dfsearch.search.sharding_plan import ShardingPlans
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
 from dfsearch.search.warmup import warm_up
@@ -102,6 +103,8 @@ class SearchState:
     stop: str = ""  #: why the search stopped early ("" = it did not)
     #: sharding solutions by what they depend on (``_sharding``)
     sharding_cache: dict = field(default_factory=dict)
+    #: the sharding problem's structure, shared by the solves on the spec's graph
+    sharding_plans: ShardingPlans = field(default_factory=ShardingPlans)
 
     def offer(self, ev: Evaluation) -> bool:
         if ev.feasible and self.objective.value(ev) < self.best_value():
@@ -142,7 +145,7 @@ class SearchState:
         self, shape: tuple[int, ...], num_tile: int, c: int, micro_batch_size: int,
         placement: Placement | None = None,
     ) -> Pair:
-        sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache, placement)
+        sharding = _sharding(self.spec, shape, num_tile, self.sharding_cache, placement, self.sharding_plans)
         outer = Outer(shape, sharding, micro_batch_size, num_tile, c, placement)
         status, viol = outer_status(self.spec, outer)
         return Pair(shape, num_tile, sharding, 0.0, status, viol, micro_batch_size, placement)
@@ -295,7 +298,7 @@ def full_sharding(spec: Spec, shape: tuple[int, ...], placement: Placement | Non
 
 def _sharding(
     spec: Spec, shape: tuple[int, ...], num_tile: int, cache: dict,
-    placement: Placement | None = None,
+    placement: Placement | None = None, plans: ShardingPlans | None = None,
 ) -> tuple[Dim, ...]:
     kernels = spec.graph.kernels
     if not model_of(spec.workload).searches_sharding(spec.execution):
@@ -308,7 +311,7 @@ def _sharding(
     key = (fabric.groups().tp, ratios.all_reduce, ratios.all_gather, ratios.all_to_all,
            num_tile)  # fmt: skip
     if key not in cache:
-        cache[key] = solve_spec_sharding(spec, shape, num_tile, placement).sharding
+        cache[key] = solve_spec_sharding(spec, shape, num_tile, placement, plans).sharding
     return cache[key]
 
 
@@ -320,7 +323,7 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
     for shape, t, mbs, pl in pairs:
         if st.out_of_budget():
             raise _Stopped
-        sharding = _sharding(spec, shape, t, st.sharding_cache, pl)
+        sharding = _sharding(spec, shape, t, st.sharding_cache, pl, st.sharding_plans)
         outer = Outer(shape, sharding, mbs, t, c_any, pl)
         status, viol = outer_status(spec, outer)
         bound = math.inf

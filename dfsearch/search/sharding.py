@@ -19,21 +19,18 @@ True
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import product
 
 from dfsearch.codes import Collective, Dim
 from dfsearch.cost.lower import shard_dims
-from dfsearch.errors import SpecError
 from dfsearch.kernels.graph import (
     GraphStructure,
     downstream_layout,
     relayout,
-    sharding_choices,
     upstream_layout,
 )
+from dfsearch.search.sharding_plan import Plan, ShardingPlans
 from dfsearch.spec import Graph, Spec
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
@@ -75,7 +72,40 @@ def _default_unary(graph: Graph) -> UnaryTime:
 
 def sharding_bytes(graph: Graph, sharding: tuple[Dim, ...]) -> float:
     """DFModel's inter-chip objective of a complete sharding."""
-    st = GraphStructure.of(graph)
+    return _bytes(graph, GraphStructure.of(graph), sharding)
+
+
+def solve_sharding(
+    graph: Graph, unary_time: UnaryTime | None = None, edge_time: EdgeTime | None = None,
+    plans: ShardingPlans | None = None,
+) -> ShardingSolution:
+    """The exact byte-minimal sharding; ties broken by ``unary_time``/``edge_time``.
+
+    Without callbacks the tie-break prefers the least replicated FLOP. ``plans``: a cache
+    of elimination plans kept by the caller (one search), so that the calls on one graph
+    share its structure (choices, re-layouts, elimination order); the result is the same
+    with or without it.
+
+    Raises
+    ------
+    SpecError
+        If a kernel has no legal choice (e.g. NO_TILING on an LLM kernel).
+    """
+    plan = (plans or ShardingPlans()).of(graph)
+    domains = plan.domains
+    tables = _factors(graph, plan, unary_time or _default_unary(graph), edge_time)
+    choice = _eliminate(plan, tables)
+    sharding = tuple(domains[i][choice[i]] for i in range(len(graph.kernels)))
+    st = plan.structure
+    colls = tuple(plan.relayouts[e][(choice[a], choice[b])] for e, (a, b) in enumerate(zip(st.src, st.dst)))
+    total = sum(_ar_bytes(k, s) for k, s in zip(graph.kernels, sharding))
+    for e, coll in enumerate(colls):
+        if coll is not Collective.NONE:
+            total += st.tensor_bytes[e]
+    return ShardingSolution(sharding, total, colls)
+
+
+def _bytes(graph: Graph, st: GraphStructure, sharding: tuple[Dim, ...]) -> float:
     total = sum(_ar_bytes(k, s) for k, s in zip(graph.kernels, sharding))
     for e, (a, b) in enumerate(zip(st.src, st.dst)):
         up = upstream_layout(sharding[a])
@@ -85,174 +115,77 @@ def sharding_bytes(graph: Graph, sharding: tuple[Dim, ...]) -> float:
     return total
 
 
-def solve_sharding(
-    graph: Graph, unary_time: UnaryTime | None = None, edge_time: EdgeTime | None = None
-) -> ShardingSolution:
-    """The exact byte-minimal sharding; ties broken by ``unary_time``/``edge_time``.
-
-    Without callbacks the tie-break prefers the least replicated FLOP.
-
-    Raises
-    ------
-    SpecError
-        If a kernel has no legal choice (e.g. NO_TILING on an LLM kernel).
-    """
-    kernels = graph.kernels
-    st = GraphStructure.of(graph)
-    domains = _domains(graph)
-    factors = _factors(graph, st, domains, unary_time or _default_unary(graph), edge_time)
-    choice = _eliminate(len(kernels), domains, factors)
-    sharding = tuple(domains[i][choice[i]] for i in range(len(kernels)))
-    colls = []
-    for e, (a, b) in enumerate(zip(st.src, st.dst)):
-        up = upstream_layout(sharding[a])
-        colls.append(relayout(up, downstream_layout(kernels[b], st.operand[e], sharding[b])))
-    return ShardingSolution(sharding, sharding_bytes(graph, sharding), tuple(colls))
-
-
-#: a cost factor: its scope (sorted kernel indices) and a table {choice indices: cost}
-Factor = tuple[tuple[int, ...], dict[tuple[int, ...], Cost]]
-
-
-def _domains(graph: Graph) -> list[tuple[Dim, ...]]:
-    """The legal sharding choices of every kernel."""
-    domains: list[tuple[Dim, ...]] = []
+def _factors(graph: Graph, plan: Plan, unary: UnaryTime, edge_time: EdgeTime | None) -> list[list[Cost]]:
+    """The cost tables of the plan's factors (flat, in ``itertools.product`` order of their
+    scope): one unary factor per kernel (its all-reduce bytes and tie-break time and bytes)
+    and one pairwise factor per connection between two kernels (the bytes and time of the
+    collective its re-layout needs)."""
+    tables: list[list[Cost]] = []
     for i, k in enumerate(graph.kernels):
-        try:
-            dom = sharding_choices(k)
-        except ValueError as exc:  # pragma: no cover - validation catches this first
-            raise SpecError(f'graph.kernels[{i}] ("{k.name}"): {exc}') from None
-        if not dom:
-            raise SpecError(
-                f'graph.kernels[{i}] ("{k.name}") has no legal sharding choice '
-                f"(tiling {k.tiling.label}, dims outer={k.outer} m={k.m} k={k.k} n={k.n})."
-            )
-        domains.append(dom)
-    return domains
-
-
-def _factors(graph: Graph, st: GraphStructure, domains: list[tuple[Dim, ...]],
-             unary: UnaryTime, edge_time: EdgeTime | None) -> list[Factor]:
-    """One unary factor per kernel (its all-reduce bytes) and one pairwise factor per
-    connected kernel pair (the bytes of the collectives its edges need)."""
-    kernels = graph.kernels
-    factors: list[Factor] = []
-    for i, k in enumerate(kernels):
-        table = {}
-        for a, d in enumerate(domains[i]):
+        row = []
+        for d in plan.domains[i]:
             t, b = unary(i, d)
-            table[(a,)] = (_ar_bytes(k, d), t, b)
-        factors.append(((i,), table))
-    for e, (a, b) in enumerate(zip(st.src, st.dst)):
-        if a == b:
-            continue
+            row.append((_ar_bytes(k, d), t, b))
+        tables.append(row)
+    st = plan.structure
+    for e, cells in plan.edges:
         size = st.tensor_bytes[e]
-        table = {}
-        for ia, da in enumerate(domains[a]):
-            for ib, db in enumerate(domains[b]):
-                coll = relayout(upstream_layout(da), downstream_layout(kernels[b], st.operand[e], db))
-                c = size if coll is not Collective.NONE else 0.0
-                t = edge_time(e, da, coll) if (edge_time and c) else 0.0
-                key = (ia, ib) if a < b else (ib, ia)
-                table[key] = _add(table.get(key, _ZERO), (c, t, 0.0))
-        factors.append(((min(a, b), max(a, b)), table))
-    return factors
+        row = []
+        for da, coll in cells:
+            c = size if coll is not Collective.NONE else 0.0
+            t = edge_time(e, da, coll) if (edge_time and c) else 0.0
+            row.append(_add(_ZERO, (c, t, 0.0)))
+        tables.append(row)
+    return tables
 
 
-def _eliminate(n: int, domains: list[tuple[Dim, ...]], factors: list[Factor]) -> list[int]:
-    """Exact variable elimination (min-fill order) -> the minimising choice index per kernel."""
-    order = _min_fill_order(n, [f[0] for f in factors])
-    # factors by id (new ones get larger ids, so each variable's factors are summed in the
-    # order they were created) and the ids of the factors each variable appears in
-    table: dict[int, Factor] = dict(enumerate(factors))
-    uses: list[set[int]] = [set() for _ in range(n)]
-    for i, (scope_i, _) in table.items():
-        for u in scope_i:
-            uses[u].add(i)
-    # eliminate variables one by one, remembering argmin tables for back-substitution
-    trace: list[tuple[int, tuple[int, ...], dict[tuple[int, ...], int]]] = []
-    for v in order:
-        mine = [table.pop(i) for i in sorted(uses[v])]
-        for s_, _ in mine:
-            for u in s_:
-                if u != v:
-                    uses[u] -= uses[v]
-        scope = tuple(sorted({u for s, _ in mine for u in s if u != v}))
-        new: dict[tuple[int, ...], Cost] = {}
-        arg: dict[tuple[int, ...], int] = {}
-        for assign in product(*(range(len(domains[u])) for u in scope)):
-            env = dict(zip(scope, assign))
+def _eliminate(plan: Plan, tables: list[list[Cost]]) -> list[int]:
+    """Exact variable elimination along the plan's (min-fill) order -> the minimising choice
+    index per kernel: every assignment of a step's scope keeps its least cost over the
+    eliminated variable (its first least choice), then back-substitution."""
+    tables = list(tables)
+    args: list[list[int]] = []
+    for step in plan.steps:
+        mine = [tables[i] for i in step.factors]
+        dv, cells = step.size, step.cells
+        new: list[Cost] = []
+        arg: list[int] = []
+        at = 0
+        for _ in range(step.assignments):
             best: Cost | None = None
             best_x = 0
-            for x in range(len(domains[v])):
-                env[v] = x
-                c = _ZERO
-                for s, t in mine:
-                    c = _add(c, t[tuple(env[u] for u in s)])
+            for x in range(dv):
+                c0 = c1 = c2 = 0.0  # the sum of the factors' costs, in factor order
+                for t, j in zip(mine, cells[at]):
+                    q = t[j]
+                    c0 += q[0]
+                    c1 += q[1]
+                    c2 += q[2]
+                at += 1
+                c = (c0, c1, c2)
                 if best is None or c < best:
                     best, best_x = c, x
-            new[assign] = best if best is not None else _ZERO
-            arg[assign] = best_x
-        fid = len(factors) + len(trace)
-        table[fid] = (scope, new)
-        for u in scope:
-            uses[u].add(fid)
-        trace.append((v, scope, arg))
-    choice = [0] * n
-    for v, scope, arg in reversed(trace):
-        choice[v] = arg[tuple(choice[u] for u in scope)]
+            new.append(best if best is not None else _ZERO)
+            arg.append(best_x)
+        tables.append(new)
+        args.append(arg)
+    choice = [0] * len(plan.domains)
+    for step, arg in zip(reversed(plan.steps), reversed(args)):
+        flat = 0
+        for u, size in zip(step.scope, step.radix):
+            flat = flat * size + choice[u]
+        choice[step.variable] = arg[flat]
     return choice
 
 
-def _min_fill_order(n: int, scopes: list[tuple[int, ...]]) -> list[int]:
-    """Greedy min-fill elimination order of the interaction graph (ties: min degree, index).
-
-    Scores are kept in a heap and recomputed only where an elimination can change them: the
-    eliminated variable's neighbours and their neighbours."""
-    adj: list[set[int]] = [set() for _ in range(n)]
-    for s in scopes:
-        for a in s:
-            for b in s:
-                if a != b:
-                    adj[a].add(b)
-    left = set(range(n))
-
-    def fill(v: int) -> tuple[int, int, int]:
-        nb = list(adj[v] & left)
-        missing = sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
-        return (missing, len(nb), v)
-
-    score = {v: fill(v) for v in range(n)}
-    heap = list(score.values())
-    heapq.heapify(heap)
-    order = []
-    while left:
-        key = heapq.heappop(heap)
-        v = key[2]
-        if v not in left or score[v] != key:
-            continue  # stale entry
-        nb = adj[v] & left
-        for a in nb:
-            adj[a] |= nb - {a}
-        left.remove(v)
-        order.append(v)
-        touched = set(nb)
-        for a in nb:
-            touched |= adj[a] & left
-        for u in touched:
-            new = fill(u)
-            if new != score[u]:
-                score[u] = new
-                heapq.heappush(heap, new)
-    return order
-
-
 def solve_spec_sharding(
-    spec: Spec, shape: tuple[int, ...], num_tile: int, placement: Placement | None = None
+    spec: Spec, shape: tuple[int, ...], num_tile: int, placement: Placement | None = None,
+    plans: ShardingPlans | None = None,
 ) -> ShardingSolution:
     """Sharding of an LLM spec for one shape, tile count and parallelism placement (None:
     the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
-    per-tile compute + collective time at this TP degree."""
+    per-tile compute + collective time at this TP degree. ``plans``: as in
+    :func:`solve_sharding`."""
     sysm, ex = spec.system, spec.execution
     fabric = Fabric.of(spec, shape, placement)  # the spec's quirks, as lowering prices them
     grp, r = fabric.groups(), fabric.ratios()
@@ -262,8 +195,12 @@ def solve_spec_sharding(
     kernels = spec.graph.kernels
     index = spec.graph.index()
 
+    shards: dict[tuple[int, Dim], tuple[int, int, int]] = {}  # this solve's, each once
+
     def dims(i: int, d: Dim) -> tuple[int, int, int]:
-        return shard_dims(spec, i, d, grp.tp, num_tile, shape)
+        if (i, d) not in shards:
+            shards[(i, d)] = shard_dims(spec, i, d, grp.tp, num_tile, shape)
+        return shards[(i, d)]
 
     def unary(i: int, d: Dim) -> tuple[float, float]:
         sm, sk, sn = dims(i, d)
@@ -280,4 +217,4 @@ def solve_spec_sharding(
         ratio = r.all_gather if coll is Collective.ALL_GATHER else r.all_to_all
         return ratio * sm * sn * word
 
-    return solve_sharding(spec.graph, unary, edge)
+    return solve_sharding(spec.graph, unary, edge, plans)

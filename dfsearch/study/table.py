@@ -206,7 +206,7 @@ class TableReader:
         missing = [m for m in METRICS if m not in h and m not in OPTIONAL]
         if missing:
             raise self._fail("", f"lacks the columns {', '.join(missing)}: not a table of this version of 'dfsearch sweep'. {_NOT_A_TABLE}")
-        self._converters = [(name, _converter(name)) for name in h]
+        self._converters = [(name, _converter(name) if name in _METRIC_SET else _memo(axis_value)) for name in h]
         self._absent = [m for m in METRICS if m not in h]  # read as empty cells
 
     def rows(self, seen: set[int] | None = None, keep: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
@@ -302,6 +302,22 @@ def _plan_cell(text: str) -> str | None:
 
 def _text_cell(text: str) -> str | None:
     return text if text != "" else None
+
+
+def _memo(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``convert`` remembering its first 4,096 values (an axis column of a long table repeats
+    a few texts; the memory belongs to one reader's column and stays bounded)."""
+    seen: dict[str, Any] = {}
+
+    def cached(text: str) -> Any:
+        if text in seen:
+            return seen[text]
+        value = convert(text)
+        if len(seen) < 4096:
+            seen[text] = value
+        return value
+
+    return cached
 
 
 def _converter(column: str) -> Callable[[str], Any]:
