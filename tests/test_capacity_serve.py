@@ -132,6 +132,27 @@ def test_a_bad_serve_key_names_the_file_the_field_the_value_and_what_was_expecte
     assert str(e.value).startswith(message)
 
 
+def _priced(chips: dict) -> dict:
+    return {**{k: v for k, v in BASE.items() if k != "dollars_per_chip_hour"}, "chips": chips}
+
+
+def test_a_chip_option_may_name_a_chip_preset_or_an_alias():
+    s = serve_table(_priced({"a": {"preset": "h200-sxm-141gb", "dollars_per_chip_hour": 3.8},
+                             "b": {"preset": "H100", "dollars_per_chip_hour": 3.0},
+                             "c": {"dollars_per_chip_hour": 1.0}}), "t.toml", 50.0)
+    assert [(c.name, c.preset, c.dollars_per_chip_hour) for c in s.chips] == [
+        ("a", "h200-sxm-141gb", 3.8), ("b", "H100", 3.0), ("c", "", 1.0)]
+
+
+@pytest.mark.parametrize("bad", ["h100-sxm-80", 3])
+def test_a_chip_option_naming_no_preset_is_one_error_with_the_accepted_names(bad):
+    with pytest.raises(SpecError) as e:
+        serve_table(_priced({"a": {"preset": bad, "dollars_per_chip_hour": 3.0}}), "t.toml", 50.0)
+    assert str(e.value).startswith("t.toml: serve.chips.a.preset must name a chip preset: one of "
+                                   "'a100-sxm-80gb', 'h100-sxm-80gb', 'h200-sxm-141gb'")
+    assert str(e.value).endswith(f"Got {bad!r} instead.")
+
+
 # ---- deployments in closed form ---------------------------------------------------------------
 def _model(shape: Shape, steps, kv: float = 1e9) -> ReplicaModel:
     return ReplicaModel(shape, steps, FreePrefill(steps), kv, 0.0)

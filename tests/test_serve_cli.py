@@ -130,6 +130,32 @@ def test_a_bad_chip_table_is_named(tmp_path, chips, message):
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
 
 
+def test_a_preset_chip_takes_the_presets_memory_in_place_of_the_specs_and_its_own_keys_win(tmp_path):
+    spec = small_spec(tmp_path, **{"dollars_per_chip_hour = 3.0\n": ""})
+    spec.write_text(spec.read_text() + """
+[serve.chips.spec]
+dollars_per_chip_hour = 3.0
+[serve.chips.h200]
+preset = "h200-sxm-141gb"
+dollars_per_chip_hour = 3.8
+[serve.chips.h200small]
+preset = "h200"
+dollars_per_chip_hour = 3.0
+memory = { dram_bytes = 100e9 }
+""")
+    data, serve = read_serve_spec(spec)
+    # the spec's chip has 80 GB; the H200's datasheet 141 GB; a chip's own key wins over its preset
+    assert [chip_dram_bytes(spec, data, c) for c in serve.chips] == [80e9, 141e9, 100e9]
+
+
+def test_a_misspelt_chip_preset_exits_2_naming_the_field_and_the_value(tmp_path):
+    spec = small_spec(tmp_path, **{"dollars_per_chip_hour = 3.0\n": ""})
+    spec.write_text(spec.read_text() + '\n[serve.chips.x]\npreset = "h200-sxm-14"\ndollars_per_chip_hour = 1.0\n')
+    r = invoke("serve", spec)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "serve.chips.x.preset must name a chip preset" in r.output and "Got 'h200-sxm-14' instead." in r.output
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLE.parent.glob("*.toml")), ids=lambda p: p.stem)
 def test_shipped_serve_examples_are_valid(path):
     data, serve = read_serve_spec(path)
