@@ -195,3 +195,16 @@ def test_a_rate_no_deployment_can_carry_exits_1_saying_overloaded(tmp_path):
     assert r.exit_code == 1
     assert "no deployment of <= 2 chips meets the SLOs at 20000 requests/s" in r.output
     assert "ruled out: overloaded: at least" in r.output
+
+
+def test_a_sampled_search_says_it_sampled_in_the_report_and_the_json(tmp_path):
+    spec = small_spec(tmp_path, **{"max_chips = 64": "max_chips = 8\nsampler = \"tpe\"\ntrials = 40"})
+    r = invoke("serve", spec, "--json", tmp_path / "a.json")
+    assert r.exit_code == 0, r.output
+    assert "sampled, not exhaustive (TPE, seed 0, 40 trials)" in r.output
+    answer = json.loads((tmp_path / "a.json").read_text())
+    assert answer["sampled"] == "TPE, seed 0, 40 trials" and answer["simulations"] <= 40
+    exact = json.loads(invoke("serve", small_spec(tmp_path), "--json", "-").output)
+    assert exact["sampled"] is None  # on this small space 40 trials find the exhaustive answer
+    assert (answer["best"]["dollars_per_hour"], answer["best"]["chips"]) == (exact["best"]["dollars_per_hour"],
+                                                                             exact["best"]["chips"])

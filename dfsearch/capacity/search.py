@@ -64,7 +64,7 @@ from dfsearch.capacity.serve_spec import WARMUP_FRACTION, ServeSpec
 from dfsearch.capacity.traffic import Requests
 from dfsearch.codes import ServeMode
 
-__all__ = ["SearchResult", "search", "pareto"]
+__all__ = ["SearchResult", "search", "pareto", "replica_models", "rank", "load"]
 
 ModelOf = Callable[[Shape], "ReplicaModel | str"]
 
@@ -78,6 +78,7 @@ class SearchResult:
     unfit: tuple[tuple[Shape, str], ...]  #: replica shapes that cannot serve, and why
     load: tuple[tuple[str, float, float], ...] = ()  #: the best's pools: (pool, prefill, decode) busy fractions
     stopped: bool = False  #: the simulation budget ran out: the answer is the cheapest found, not proven
+    sampled: str = ""  #: "" (exhaustive with bounds) or the sampler that chose the deployments (``sampled.py``)
 
     @property
     def runner_up(self) -> Outcome | None:
@@ -135,6 +136,20 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
     """The cheapest deployment of ``serve``'s space meeting its SLOs on ``reqs``."""
     slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s)
     led = _Ledger(serve, reqs, slos)
+    models, unfit = replica_models(serve, model_of)
+    if ServeMode.COLOCATED in serve.modes:
+        _colocated(led, models)
+    if ServeMode.DISAGGREGATED in serve.modes:
+        _disaggregated(led, models)
+    sims = [o for o in led.outcomes if not o.note]
+    load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
+    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
+                        led.stopped)
+
+
+def replica_models(serve: ServeSpec, model_of: ModelOf) -> tuple[dict[Shape, ReplicaModel], list]:
+    """The replica shapes of ``serve`` (every chip x TP x PP within ``max_chips``) that can
+    serve, with their models, and those that cannot, with why."""
     shapes = [Shape(tp, pp, chip.name, chip.dollars_per_chip_hour) for chip in serve.chips
               for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips]
     models, unfit = {}, []
@@ -144,14 +159,17 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
             unfit.append((s, m))
         else:
             models[s] = m
-    if ServeMode.COLOCATED in serve.modes:
-        _colocated(led, models)
-    if ServeMode.DISAGGREGATED in serve.modes:
-        _disaggregated(led, models)
-    sims = [o for o in led.outcomes if not o.note]
-    load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
-    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
-                        led.stopped)
+    return models, unfit
+
+
+def rank(o: Outcome) -> tuple:
+    """The answer's order (module docstring): cost, chips, goodput, headroom, mode."""
+    return _rank(o)
+
+
+def load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:
+    """The throughput bound's busy fractions of each pool of ``c`` (``SearchResult.load``)."""
+    return _load(c, models, reqs, rate)
 
 
 def _load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:

@@ -30,7 +30,7 @@ from dfsearch.codes import ServeMode
 from dfsearch.errors import Issue, SpecError
 from dfsearch.presets import CHIPS, chip_named
 
-__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION"]
+__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION", "SAMPLERS"]
 
 #: the first tenth of the requests warm the replicas up and is not measured
 WARMUP_FRACTION = 0.1
@@ -72,6 +72,8 @@ class ServeSpec:
     memory_fraction: float
     block_tokens: int
     max_simulations: int = 2000
+    sampler: str = "exhaustive"  #: one of SAMPLERS: "tpe" and "nsga2" sample ``trials`` deployments
+    trials: int = 0
 
     @property
     def rate_per_s(self) -> float:
@@ -81,7 +83,10 @@ class ServeSpec:
 _KEYS = ("rate_per_s", "requests", "seed", "prompt", "output", "ttft_p99_s", "tpot_p99_s",
          "dollars_per_chip_hour", "chips", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
          "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens",
-         "max_simulations")
+         "max_simulations", "sampler", "trials")
+
+#: the searches of the deployment space: exhaustive with bounds, or Optuna's TPE or NSGA-II
+SAMPLERS = ("exhaustive", "tpe", "nsga2")
 
 
 def read_serve_spec(path: Path) -> tuple[dict[str, Any], ServeSpec]:
@@ -157,7 +162,15 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
         scale_out_latency_s=real("scale_out_latency_s", 0.0, strict=False),
         memory_fraction=real("memory_fraction", 0.9, hi=1.0), block_tokens=integer("block_tokens", 16, 1),
         max_simulations=integer("max_simulations", 2000, 1),
+        sampler=_sampler(t, bad), trials=integer("trials", 200, 1),
     )
+
+
+def _sampler(t: dict[str, Any], bad) -> str:
+    v = t.get("sampler", "exhaustive")
+    if v not in SAMPLERS:
+        raise bad("sampler", f"one of {SAMPLERS}", v)
+    return v
 
 
 def _chips(t: dict[str, Any], real, file: str) -> tuple[ChipOption, ...]:
