@@ -160,7 +160,8 @@ def test_a_misspelt_chip_preset_exits_2_naming_the_field_and_the_value(tmp_path)
 def test_shipped_serve_examples_are_valid(path):
     data, serve = read_serve_spec(path)
     assert all(chip_dram_bytes(path, data, chip) > 0 for chip in serve.chips)
-    assert serve.rate_per_s == 20.0 and serve.ttft_p99_s == 1.0 and serve.tpot_p99_s == 0.05
+    if path.stem.startswith("serve_llama3_70b"):  # the documented capacity question
+        assert serve.rate_per_s == 20.0 and serve.ttft_p99_s == 1.0 and serve.tpot_p99_s == 0.05
 
 
 def test_a_step_cache_file_makes_a_second_run_search_nothing_and_answer_the_same(tmp_path):
