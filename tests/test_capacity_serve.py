@@ -354,3 +354,14 @@ def test_the_same_seed_gives_the_same_sampled_answer(sampler):
     b = sample(*_tiny(["colocated", "disaggregated"], **LOADS[0], sampler=sampler, trials=60))
     assert a.best == b.best and a.best is not None
     assert [repr(o) for o in a.outcomes] == [repr(o) for o in b.outcomes]
+
+
+def test_above_an_answer_missing_some_requests_the_front_reaches_full_goodput_at_brute_forces_cost():
+    load = {**LOADS[1], "max_chips": 8}  # the answer ($12/h) serves 99.3 %, not all, within the SLOs
+    serve, reqs, model_of = _tiny(["colocated"], **load)
+    got = search(serve, reqs, model_of)
+    assert got.best is not None and got.best.goodput_per_s < serve.rate_per_s
+    full = min(o.dollars_per_hour for o in _brute(serve, reqs, model_of) if o.goodput_per_s == serve.rate_per_s)
+    assert full > got.best.dollars_per_hour
+    assert (got.front[-1].dollars_per_hour, got.front[-1].goodput_per_s) == (full, serve.rate_per_s)
+    assert got.best.dollars_per_hour in [o.dollars_per_hour for o in got.front]  # the answer stays on it
