@@ -30,6 +30,7 @@ from dfsearch.capacity.mapped_steps import (
     prefill_grid,
     replica_model,
 )
+from dfsearch.capacity.sampled import sample
 from dfsearch.capacity.search import search
 from dfsearch.capacity.serve_spec import serve_table
 from dfsearch.capacity.steps import AffineSteps
@@ -125,11 +126,34 @@ BASE = {"rate_per_s": 4.0, "requests": 300, "ttft_p99_s": 0.5, "tpot_p99_s": 0.0
     ({"prompt": {"dist": "uniform", "lo": 9, "hi": 3}}, "t.toml: serve.prompt.hi must be an integer >= lo (9)"),
     ({"output": 5}, "t.toml: serve.output must be a table with dist"),
     ({"memory_fraction": 1.5}, "t.toml: serve.memory_fraction must be a number > 0 and <= 1. Got 1.5"),
+    ({"sampler": "random"}, "t.toml: serve.sampler must be one of ('exhaustive', 'tpe', 'nsga2'). Got 'random'"),
+    ({"trials": 0}, "t.toml: serve.trials must be an integer >= 1. Got 0 instead."),
 ])
 def test_a_bad_serve_key_names_the_file_the_field_the_value_and_what_was_expected(change, message):
     with pytest.raises(SpecError) as e:
         serve_table({**BASE, **change}, "t.toml", 50.0)
     assert str(e.value).startswith(message)
+
+
+def _priced(chips: dict) -> dict:
+    return {**{k: v for k, v in BASE.items() if k != "dollars_per_chip_hour"}, "chips": chips}
+
+
+def test_a_chip_option_may_name_a_chip_preset_or_an_alias():
+    s = serve_table(_priced({"a": {"preset": "h200-sxm-141gb", "dollars_per_chip_hour": 3.8},
+                             "b": {"preset": "H100", "dollars_per_chip_hour": 3.0},
+                             "c": {"dollars_per_chip_hour": 1.0}}), "t.toml", 50.0)
+    assert [(c.name, c.preset, c.dollars_per_chip_hour) for c in s.chips] == [
+        ("a", "h200-sxm-141gb", 3.8), ("b", "H100", 3.0), ("c", "", 1.0)]
+
+
+@pytest.mark.parametrize("bad", ["h100-sxm-80", 3])
+def test_a_chip_option_naming_no_preset_is_one_error_with_the_accepted_names(bad):
+    with pytest.raises(SpecError) as e:
+        serve_table(_priced({"a": {"preset": bad, "dollars_per_chip_hour": 3.0}}), "t.toml", 50.0)
+    assert str(e.value).startswith("t.toml: serve.chips.a.preset must name a chip preset: one of "
+                                   "'a100-sxm-80gb', 'h100-sxm-80gb', 'h200-sxm-141gb'")
+    assert str(e.value).endswith(f"Got {bad!r} instead.")
 
 
 # ---- deployments in closed form ---------------------------------------------------------------
@@ -298,3 +322,46 @@ def test_front_is_cost_up_goodput_up():
     goods = [o.goodput_per_s for o in got.front]
     assert costs == sorted(costs) and goods == sorted(goods) and len(set(goods)) == len(goods)
     assert all(math.isfinite(g) and g > 0 for g in goods)
+
+
+# ---- sampling (sampled.py) --------------------------------------------------------------------
+@pytest.mark.parametrize(("sampler", "modes", "load", "trials"), [
+    *(("tpe", ["colocated"], load, 100) for load in LOADS),
+    ("tpe", ["colocated", "disaggregated"], LOADS[0], 300),
+    ("tpe", ["colocated", "disaggregated"], LOADS[2], 300),
+    *(("nsga2", ["colocated"], load, 100) for load in LOADS[:2]),
+])
+def test_with_enough_trials_the_sampler_finds_the_answer_the_exhaustive_search_finds(sampler, modes, load, trials):
+    exact = search(*_tiny(modes, **load))  # itself checked against brute force above
+    serve, reqs, model_of = _tiny(modes, **load, sampler=sampler, trials=trials)
+    got = sample(serve, reqs, model_of)
+    assert got.best is not None and exact.best is not None
+    assert (got.best.dollars_per_hour, got.best.candidate.chips) == (exact.best.dollars_per_hour,
+                                                                     exact.best.candidate.chips)
+    assert got.sampled.endswith(f"seed 0, {trials} trials") and not exact.sampled
+    assert got.simulations <= trials  # a deployment proposed again is not simulated again
+
+
+def test_with_few_trials_the_sampler_may_miss_and_says_it_sampled():
+    serve, reqs, model_of = _tiny(["colocated", "disaggregated"], **LOADS[1], sampler="tpe", trials=3)
+    got = sample(serve, reqs, model_of)
+    assert got.sampled == "TPE, seed 0, 3 trials" and got.simulations <= 3
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "nsga2"])
+def test_the_same_seed_gives_the_same_sampled_answer(sampler):
+    a = sample(*_tiny(["colocated", "disaggregated"], **LOADS[0], sampler=sampler, trials=60))
+    b = sample(*_tiny(["colocated", "disaggregated"], **LOADS[0], sampler=sampler, trials=60))
+    assert a.best == b.best and a.best is not None
+    assert [repr(o) for o in a.outcomes] == [repr(o) for o in b.outcomes]
+
+
+def test_above_an_answer_missing_some_requests_the_front_reaches_full_goodput_at_brute_forces_cost():
+    load = {**LOADS[1], "max_chips": 8}  # the answer ($12/h) serves 99.3 %, not all, within the SLOs
+    serve, reqs, model_of = _tiny(["colocated"], **load)
+    got = search(serve, reqs, model_of)
+    assert got.best is not None and got.best.goodput_per_s < serve.rate_per_s
+    full = min(o.dollars_per_hour for o in _brute(serve, reqs, model_of) if o.goodput_per_s == serve.rate_per_s)
+    assert full > got.best.dollars_per_hour
+    assert (got.front[-1].dollars_per_hour, got.front[-1].goodput_per_s) == (full, serve.rate_per_s)
+    assert got.best.dollars_per_hour in [o.dollars_per_hour for o in got.front]  # the answer stays on it

@@ -27,6 +27,7 @@ from dfsearch.capacity.mapped_steps import (
     prefill_grid,
     replica_model,
 )
+from dfsearch.capacity.sampled import sample
 from dfsearch.capacity.search import SearchResult, search
 from dfsearch.capacity.serve_spec import ChipOption, ServeSpec, read_serve_spec
 from dfsearch.capacity.spec_measure import SpecMeasure, chip_data
@@ -70,7 +71,7 @@ def answer(path: Path, step_cache: Path | None = None) -> Answer:
     def model_of(shape: Shape):
         return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip], **grids)
 
-    result = search(serve, reqs, model_of)
+    result = search(serve, reqs, model_of) if serve.sampler == "exhaustive" else sample(serve, reqs, model_of)
     if step_cache is not None and cache.searches:
         step_store.save(step_cache, cache.digest, cache.entries())
     return Answer(serve, result, cache.searches, len(cache.entries()))
@@ -154,7 +155,7 @@ def to_json(a: Answer) -> dict:
             "runner_up": clean(row(r.runner_up)) if r.runner_up else None,
             "closest": None if r.best else (clean(row(r.closest)) if r.closest else None),
             "front": [clean(row(o)) for o in r.front], "looked_at": len(r.outcomes),
-            "simulations": r.simulations, "stopped_by_budget": r.stopped, "step_searches": a.step_searches,
+            "simulations": r.simulations, "stopped_by_budget": r.stopped, "sampled": r.sampled or None, "step_searches": a.step_searches,
             "unfit_shapes": [{"chip": s.chip, "tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit],
             "load": [{"pool": p, "prefill_busy_at_least": a_, "decode_busy_at_least": b_} for p, a_, b_ in r.load]}
 
@@ -172,7 +173,8 @@ def report(path: Path, a: Answer) -> list[str]:
              f"searched: modes {', '.join(m.label for m in s.modes)}; TP {list(s.tp)} x PP {list(s.pp)}; batch caps "
              f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; "
              + (f"STOPPED at serve.max_simulations = {s.max_simulations}: the answer is the cheapest found, "
-                "not proven" if r.stopped else "exhaustive with bounds (docs/serving.md)")
+                "not proven" if r.stopped else f"sampled, not exhaustive ({r.sampled})" if r.sampled
+                else "exhaustive with bounds (docs/serving.md)")
              + f": {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
              f"{a.step_searches} step searches (each point searched once"
              + (", others read from --step-cache)" if a.step_searches < a.step_points else ")")]
@@ -217,6 +219,7 @@ def report(path: Path, a: Answer) -> list[str]:
         top = min(ok, key=lambda o: (o.dollars_per_hour, o.candidate.chips, -o.goodput_per_s), default=None)
         lines.append(f"  cheapest {mode.label} found: " + (
             f"{top.candidate.describe()}, ${top.dollars_per_hour:,.2f}/h" if top else
+            "none among the sampled deployments" if r.sampled else
             f"none at <= ${b.dollars_per_hour:,.2f}/h (the search stops at the answer's cost)"))
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))

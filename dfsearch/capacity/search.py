@@ -27,6 +27,11 @@ gives each a thinner stream). Disaggregated: the prefill pool alone decides the 
 each prefill shape and chunk takes its fewest replicas meeting the TTFT SLO; the decode
 pool is then searched on the output stream of each such prefill pool, cheapest first.
 
+The front: the cost vs goodput Pareto front of the simulated deployments -- below the
+answer, the cheaper ones the cost order simulated; above it, when the answer serves fewer
+than all measured requests within both SLOs, the co-located deployments dearer than it,
+cheapest first, until one serves them all (``_front_above``).
+
 Budget: at most ``max_simulations`` simulations (work, not seconds); a search that reaches
 it stops and says so (``SearchResult.stopped``): its answer is the cheapest found, not
 proven the cheapest.
@@ -64,7 +69,7 @@ from dfsearch.capacity.serve_spec import WARMUP_FRACTION, ServeSpec
 from dfsearch.capacity.traffic import Requests
 from dfsearch.codes import ServeMode
 
-__all__ = ["SearchResult", "search", "pareto"]
+__all__ = ["SearchResult", "search", "pareto", "replica_models", "rank", "load"]
 
 ModelOf = Callable[[Shape], "ReplicaModel | str"]
 
@@ -78,6 +83,7 @@ class SearchResult:
     unfit: tuple[tuple[Shape, str], ...]  #: replica shapes that cannot serve, and why
     load: tuple[tuple[str, float, float], ...] = ()  #: the best's pools: (pool, prefill, decode) busy fractions
     stopped: bool = False  #: the simulation budget ran out: the answer is the cheapest found, not proven
+    sampled: str = ""  #: "" (exhaustive with bounds) or the sampler that chose the deployments (``sampled.py``)
 
     @property
     def runner_up(self) -> Outcome | None:
@@ -135,6 +141,22 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
     """The cheapest deployment of ``serve``'s space meeting its SLOs on ``reqs``."""
     slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s)
     led = _Ledger(serve, reqs, slos)
+    models, unfit = replica_models(serve, model_of)
+    families = []
+    if ServeMode.COLOCATED in serve.modes:
+        families = _colocated(led, models)
+    if ServeMode.DISAGGREGATED in serve.modes:
+        _disaggregated(led, models)
+    _front_above(led, models, families)
+    sims = [o for o in led.outcomes if not o.note]
+    load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
+    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
+                        led.stopped)
+
+
+def replica_models(serve: ServeSpec, model_of: ModelOf) -> tuple[dict[Shape, ReplicaModel], list]:
+    """The replica shapes of ``serve`` (every chip x TP x PP within ``max_chips``) that can
+    serve, with their models, and those that cannot, with why."""
     shapes = [Shape(tp, pp, chip.name, chip.dollars_per_chip_hour) for chip in serve.chips
               for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips]
     models, unfit = {}, []
@@ -144,14 +166,17 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
             unfit.append((s, m))
         else:
             models[s] = m
-    if ServeMode.COLOCATED in serve.modes:
-        _colocated(led, models)
-    if ServeMode.DISAGGREGATED in serve.modes:
-        _disaggregated(led, models)
-    sims = [o for o in led.outcomes if not o.note]
-    load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
-    return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
-                        led.stopped)
+    return models, unfit
+
+
+def rank(o: Outcome) -> tuple:
+    """The answer's order (module docstring): cost, chips, goodput, headroom, mode."""
+    return _rank(o)
+
+
+def load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:
+    """The throughput bound's busy fractions of each pool of ``c`` (``SearchResult.load``)."""
+    return _load(c, models, reqs, rate)
 
 
 def _load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate: float) -> tuple:
@@ -226,7 +251,9 @@ def _fewest(rate: float, seconds_per_request: float) -> int:
 
 
 # ---- co-located ---------------------------------------------------------------------------------
-def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
+def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> list[tuple]:
+    """Search the co-located deployments; returns each shape and limits not ruled out, with
+    the replica count its throughput bound starts at."""
     serve, reqs = led.serve, led.reqs
     todo = []
     mean_p, mean_o = float(reqs.prompt_tokens.mean()), float((reqs.output_tokens - 1).mean())
@@ -266,6 +293,7 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> None:
                                   led.slos)).feasible
 
     _best_first(led, todo, simulate_one)
+    return todo
 
 
 def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple], bool],
@@ -291,6 +319,33 @@ def _best_first(led: _Ledger, todo: list[tuple], simulate_one: Callable[[tuple],
         item = [*item[:-1], item[-1] + 1]
         if cost(item)[1] <= led.serve.max_chips:
             heapq.heappush(heap, (cost(item), i, item))
+
+
+def _front_above(led: _Ledger, models: dict[Shape, ReplicaModel], families: list[tuple]) -> None:
+    """When the answer serves fewer than all measured requests within both SLOs: the
+    co-located deployments dearer than it, cheapest first (each shape and limits from its
+    fewest replicas costing more, one more at a time), until one serves them all or
+    ``max_simulations`` is spent: the cost vs goodput front above the answer."""
+    b, rate = led.best, led.serve.rate_per_s
+    if b is None or b.goodput_per_s >= rate or led.stopped:
+        return
+    top, heap = _cost(b.candidate), []
+    for i, (shape, cap, chunk, r) in enumerate(families):
+        while r * shape.chips <= led.serve.max_chips and (round(r * shape.dollars_per_hour, 6), r * shape.chips) <= top:
+            r += 1
+        if r * shape.chips <= led.serve.max_chips:
+            heap.append(((round(r * shape.dollars_per_hour, 6), r * shape.chips), i, shape, cap, chunk, r))
+    heapq.heapify(heap)
+    while heap and led.simulations < led.serve.max_simulations:
+        _, i, shape, cap, chunk, r = heapq.heappop(heap)
+        c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
+        led.simulations += 1
+        if led.record(outcome(c, led.reqs, *run_colocated(led.reqs, models[shape], c, led.serve.block_tokens),
+                              led.slos)).goodput_per_s >= rate:
+            return
+        if (r + 1) * shape.chips <= led.serve.max_chips:
+            heapq.heappush(heap, ((round((r + 1) * shape.dollars_per_hour, 6), (r + 1) * shape.chips), i, shape,
+                                  cap, chunk, r + 1))
 
 
 # ---- disaggregated ------------------------------------------------------------------------------

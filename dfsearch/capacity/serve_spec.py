@@ -28,8 +28,9 @@ from dfsearch.capacity._checks import is_int, is_real
 from dfsearch.capacity.traffic import Fixed, LogNormal, Poisson, Traffic, Uniform
 from dfsearch.codes import ServeMode
 from dfsearch.errors import Issue, SpecError
+from dfsearch.presets import CHIPS, chip_named
 
-__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION"]
+__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION", "SAMPLERS"]
 
 #: the first tenth of the requests warm the replicas up and is not measured
 WARMUP_FRACTION = 0.1
@@ -39,12 +40,15 @@ WARMUP_FRACTION = 0.1
 class ChipOption:
     """One chip the search may use: the spec's own (``name`` "") or a ``[serve.chips.<name>]``
     table, whose ``accelerator`` and ``memory`` keys replace those of the spec's
-    ``[system.accelerator]`` and ``[system.memory]``."""
+    ``[system.accelerator]`` and ``[system.memory]``; with ``preset`` (a chip preset's name,
+    docs/presets.md) the chip is that preset's, its own ``accelerator`` and ``memory`` keys
+    still winning, and the spec's accelerator and memory keys are not used."""
 
     name: str
     dollars_per_chip_hour: float
     accelerator: dict
     memory: dict
+    preset: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,8 @@ class ServeSpec:
     memory_fraction: float
     block_tokens: int
     max_simulations: int = 2000
+    sampler: str = "exhaustive"  #: one of SAMPLERS: "tpe" and "nsga2" sample ``trials`` deployments
+    trials: int = 0
 
     @property
     def rate_per_s(self) -> float:
@@ -77,7 +83,10 @@ class ServeSpec:
 _KEYS = ("rate_per_s", "requests", "seed", "prompt", "output", "ttft_p99_s", "tpot_p99_s",
          "dollars_per_chip_hour", "chips", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
          "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens",
-         "max_simulations")
+         "max_simulations", "sampler", "trials")
+
+#: the searches of the deployment space: exhaustive with bounds, or Optuna's TPE or NSGA-II
+SAMPLERS = ("exhaustive", "tpe", "nsga2")
 
 
 def read_serve_spec(path: Path) -> tuple[dict[str, Any], ServeSpec]:
@@ -153,7 +162,15 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
         scale_out_latency_s=real("scale_out_latency_s", 0.0, strict=False),
         memory_fraction=real("memory_fraction", 0.9, hi=1.0), block_tokens=integer("block_tokens", 16, 1),
         max_simulations=integer("max_simulations", 2000, 1),
+        sampler=_sampler(t, bad), trials=integer("trials", 200, 1),
     )
+
+
+def _sampler(t: dict[str, Any], bad) -> str:
+    v = t.get("sampler", "exhaustive")
+    if v not in SAMPLERS:
+        raise bad("sampler", f"one of {SAMPLERS}", v)
+    return v
 
 
 def _chips(t: dict[str, Any], real, file: str) -> tuple[ChipOption, ...]:
@@ -170,17 +187,29 @@ def _chips(t: dict[str, Any], real, file: str) -> tuple[ChipOption, ...]:
         if not isinstance(chip, dict):
             raise SpecError(Issue(where, f"must be a table. Got {chip!r} instead."), file=file)
         for k, v in chip.items():
-            if k not in ("dollars_per_chip_hour", "accelerator", "memory"):
+            if k not in _CHIP_KEYS:
                 raise SpecError(Issue(f"{where}.{k}", "is not a key of a chip; the keys are "
-                                      "dollars_per_chip_hour, accelerator, memory."), file=file)
-            if k != "dollars_per_chip_hour" and not isinstance(v, dict):
+                                      f"{', '.join(_CHIP_KEYS)}."), file=file)
+            if k in ("accelerator", "memory") and not isinstance(v, dict):
                 raise SpecError(Issue(f"{where}.{k}", f"must be a table. Got {v!r} instead."), file=file)
         price = chip.get("dollars_per_chip_hour")
         if not (is_real(price) and price > 0):
             raise SpecError(Issue(f"{where}.dollars_per_chip_hour", f"must be a number > 0. Got {price!r} "
                                   "instead."), file=file)
-        out.append(ChipOption(name, float(price), dict(chip.get("accelerator", {})), dict(chip.get("memory", {}))))
+        out.append(ChipOption(name, float(price), dict(chip.get("accelerator", {})), dict(chip.get("memory", {})),
+                              _preset(chip.get("preset", ""), f"{where}.preset", file)))
     return tuple(out)
+
+
+_CHIP_KEYS = ("preset", "dollars_per_chip_hour", "accelerator", "memory")
+
+
+def _preset(name: object, where: str, file: str) -> str:
+    """A chip option's ``preset``: "" (none) or the name (or alias) of a chip preset."""
+    if name == "" or (isinstance(name, str) and chip_named(name) is not None):
+        return name
+    raise SpecError(Issue(where, f"must name a chip preset: one of {', '.join(repr(n) for n in CHIPS)} (or an "
+                          f"alias, docs/presets.md). Got {name!r} instead."), file=file)
 
 
 def _length(t: dict[str, Any], key: str, bad, file: str):

@@ -30,9 +30,13 @@ __all__ = ["SpecMeasure", "chip_data"]
 
 
 def chip_data(data: dict[str, Any], chip: ChipOption) -> dict[str, Any]:
-    """The base spec's data with ``chip``'s accelerator and memory keys put in."""
+    """The base spec's data with ``chip``'s accelerator and memory keys put in; a chip naming
+    a preset takes the preset's chip in place of the spec's (its own keys still win)."""
     d = copy.deepcopy(data)
     system = d.setdefault("system", {})
+    if chip.preset:
+        system["preset"] = chip.preset
+        system["accelerator"], system["memory"] = {}, {}
     for table in ("accelerator", "memory"):
         system.setdefault(table, {}).update(getattr(chip, table))
     return d
