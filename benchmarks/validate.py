@@ -19,7 +19,8 @@ How each kind becomes a spec
 * training: ``[graph] generator = "llm"``, three switch dimensions, innermost first, as
   Megatron places ranks: TP on the chip's NVLink (``fabric = "nvlink"``), PP and DP on its
   InfiniBand; the training memory model, the run's recomputation; micro-batch 1 where the
-  source gives none. Predicted figure: the source's (Megatron's TFLOP/s per GPU by its
+  source gives none; the embedding and the LM head with the run's vocabulary (Megatron's
+  FLOP formula counts the head, so the fitted GEMM ceiling must not absorb it). Predicted figure: the source's (Megatron's TFLOP/s per GPU by its
   formula 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) over the predicted time; MT-NLG's seconds
   per iteration; NeMo's tokens per second per GPU).
 * prefill: ``kind = "llm_serving"``, ``phase = "prefill"``, batch 1, the input length as
@@ -150,6 +151,7 @@ def training_toml(run: dict, model: str, ceiling: float | None = None) -> str:
     return (f'[workload]\nkind = "llm"\n{wl}global_batch_size = {c["global_batch"]}\n'
             f'micro_batch_size = {mb}\n[graph]\ngenerator = "llm"\n'
             f'ffn_dim = {run["model"]["ffn_hidden"]}\n{graph}'
+            f'vocab_size = {run["model"]["vocab"]}\nembedding = true\nlm_head = true\n'
             + _system(run, tp * pp * dp, dims, model, ceiling)
             + f'[training]\nmemory_model = "training"\n'
               f'recompute = "{"full" if full else "none"}"\n')

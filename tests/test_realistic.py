@@ -271,6 +271,21 @@ def test_megatron_flop_is_the_paper_s_formula():
     assert V.megatron_flop(runs["megatron21-t1-gpt-1p7b"]) == pytest.approx(want, rel=1e-12)
 
 
+def test_a_training_run_carries_the_logit_gemms_megatron_s_formula_counts():
+    """The training spec of benchmarks/validate.py holds the embedding and the LM head, so the
+    predicted time covers what Megatron's Eq. 3 counts in its V / (16 l h) term: per
+    sequence 96 s l h^2 x V / (16 l h) = 6 s h V FLOP, three GEMMs of 2 s h V (forward, data
+    and weight gradient); 1.7B row: s 2048, h 2304, V 51200."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    spec = load_toml_spec(V.training_toml(runs["megatron21-t1-gpt-1p7b"], "realistic"),
+                          file="t.toml", base_dir=ROOT)
+    head = [k for k in spec.graph.kernels if k.name.startswith("LM_Head")]
+    assert {k.name for k in head} == {"LM_Head", "LM_Head_bwd", "LM_Head_bwd_weight_update"}
+    assert sum(2.0 * k.m * k.k * k.n for k in head) == 6.0 * 2048 * 2304 * 51200
+    assert [k.name for k in spec.graph.kernels if k.name.startswith("Embedding")] == [
+        "Embedding", "Embedding_bwd"]
+
+
 def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():
     from_dfmodel = spec_warnings(_one_gemm(extra="kernel_overhead_us = 2.0"))
     assert [w.path for w in from_dfmodel] == ["execution.kernel_overhead_us"]
