@@ -84,6 +84,9 @@ SKIPPED = {
     "mlperf-*": "time to train: no configuration in the source",
 }
 GPUS_PER_NODE = 8
+#: the serving engines compared (TensorRT-LLM, NIM on it) run a fused causal attention kernel
+#: in the prefill (TensorRT-LLM's context FMHA)
+FUSED = "fused_attention = true\n"
 FIT_GRID = tuple(round(0.40 + 0.025 * i, 3) for i in range(23))  # 0.400 ... 0.950
 
 
@@ -170,7 +173,7 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
             f'ffn_dim = {m["ffn_hidden"]}\ngated_ffn = {int(gated)}\nnum_layer = {m["layers"]}\n'
             f'prompt_len = {c["input_len"]}\noutput_len = {out}\nbatch_size = {batch}\n'
             f'max_batch_size = {max(batch, 256)}\n'
-            '[graph]\ngenerator = "llm-serving"\n'
+            f'[graph]\ngenerator = "llm-serving"\n{FUSED}'
             + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling))
 
 

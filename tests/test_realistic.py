@@ -21,6 +21,7 @@ import dfsearch
 from dfsearch.cli import app
 from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
 from dfsearch.cost.lower import Outer, gemm_work_flop, lower
+from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.presets.expand import GEMM_CEILING
 from dfsearch.sanity import spec_warnings
@@ -284,6 +285,37 @@ def test_a_training_run_carries_the_logit_gemms_megatron_s_formula_counts():
     assert sum(2.0 * k.m * k.k * k.n for k in head) == 6.0 * 2048 * 2304 * 51200
     assert [k.name for k in spec.graph.kernels if k.name.startswith("Embedding")] == [
         "Embedding", "Embedding_bwd"]
+
+
+def test_fused_attention_is_one_causal_kernel_with_half_the_unfused_flop():
+    """docs/model.md "Fused attention": h 64, a 4 heads of d 16, s 32 tokens, w 2. The
+    unfused pair MHA_GEMM_1 + MHA_GEMM_2 is 2 x 2 a s^2 d = 262,144 FLOP; FMHA skips the
+    masked half, 2 a s^2 d = 131,072, with an h s w = 4,096-byte output (not a s^2 w =
+    8,192); SOFTMAX and DropOut_1 are gone (18 - 3 = 15 kernels, 21 - 7 + 4 = 18 edges)."""
+    kw = dict(hidden=64, num_head=4, head_dim=16, word=2, prompt_len=32, decode=0)
+    unfused, fused = llm_serving(**kw), llm_serving(**kw, fused_attention=True)
+    pair = [k for k in unfused.kernels if k.name in ("MHA_GEMM_1", "MHA_GEMM_2")]
+    assert sum(2 * k.outer * k.m * k.k * k.n for k in pair) == 262_144
+    (fmha,) = [k for k in fused.kernels if k.name == "FMHA"]
+    assert 2 * fmha.outer * fmha.m * fmha.k * fmha.n == 131_072
+    assert fmha.outer * fmha.m * fmha.n * 2 == 4_096 == fmha.output_bytes
+    assert len(unfused.kernels) == 18 and len(fused.kernels) == 15
+    assert not {"SOFTMAX", "DropOut_1", "MHA_GEMM_1", "MHA_GEMM_2"} & {
+        k.name for k in fused.kernels}
+    edges = {(c.src, c.dst) for c in fused.connections}
+    assert {("Q", "FMHA"), ("K", "FMHA"), ("V", "FMHA"), ("FMHA", "PROJ_GEMM")} <= edges
+    # the 7 unfused edges at the four kernels (Q, K -> MHA_GEMM_1 -> SOFTMAX -> DropOut_1,
+    # V, DropOut_1 -> MHA_GEMM_2 -> PROJ_GEMM) become FMHA's 4
+    assert len(fused.connections) == 21 - 7 + 4
+
+
+def test_the_validation_prefills_run_the_engine_s_fused_attention():
+    """TensorRT-LLM's build commands (performance.md) set ``--enable_context_fmha``, so the
+    serving specs of benchmarks/validate.py ask for ``fused_attention``."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    spec = load_toml_spec(V.serving_toml(runs[V.PREFILL[0]], "realistic", "prefill"),
+                          file="p.toml", base_dir=ROOT)
+    assert "FMHA" in {k.name for k in spec.graph.kernels}
 
 
 def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():
