@@ -318,6 +318,18 @@ def test_the_validation_prefills_run_the_engine_s_fused_attention():
     assert "FMHA" in {k.name for k in spec.graph.kernels}
 
 
+@pytest.mark.parametrize(("chip", "model", "want"), [
+    ("h100-sxm-80gb", "realistic", 3350 * 0.867),  # measured 2,903 GB/s = 86.7 % of 3,350
+    ("h100-sxm-80gb", "dfmodel", 3350.0),
+    ("a100-sxm-80gb", "realistic", 2039.0),  # no published measurement: the peak
+])
+def test_the_realistic_model_reads_hbm_at_the_chip_s_measured_fraction(chip, model, want):
+    text = PRESET.replace('preset = "h100"', f'preset = "{chip}"').format(
+        extra=f'[execution]\nmodel = "{model}"')
+    spec = load_toml_spec(text, file="h.toml", base_dir=ROOT)
+    assert spec.system.memory.dram_bw_GBps == pytest.approx(want, rel=1e-9)
+
+
 def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():
     from_dfmodel = spec_warnings(_one_gemm(extra="kernel_overhead_us = 2.0"))
     assert [w.path for w in from_dfmodel] == ["execution.kernel_overhead_us"]
