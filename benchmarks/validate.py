@@ -24,7 +24,9 @@ How each kind becomes a spec
   formula 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) over the predicted time; MT-NLG's seconds
   per iteration; NeMo's tokens per second per GPU).
 * prefill: ``kind = "llm_serving"``, ``phase = "prefill"``, batch 1, the input length as
-  the prompt, TP on NVLink; TTFT = the predicted step latency.
+  the prompt, TP on NVLink, the engine's fused causal attention (``fused_attention``:
+  TensorRT-LLM's build commands set ``--enable_context_fmha``); TTFT = the predicted step
+  latency.
 * decode: ``phase = "decode"`` with the run's batch (1 when the source gives none); the
   step attends over the mean context (input + half the output, docs/model.md "LLM
   serving"); ITL = one step's latency; throughput = batch x output tokens / (prefill of the

@@ -202,6 +202,16 @@ def test_bad_execution_model_values_are_one_line_exit_2_errors(tmp_path, line, n
     assert "Traceback" not in r.output
 
 
+def test_a_bad_fused_attention_value_is_a_one_line_exit_2_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(PRESET.format(extra='[graph]\ngenerator = "llm-serving"\n'
+                                       'fused_attention = "yes"'))
+    r = CliRunner().invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 2
+    assert f"{bad}: graph.fused_attention must be true or false. Got 'yes' instead" in r.output
+    assert "Traceback" not in r.output
+
+
 def test_the_realistic_model_needs_the_flop_model(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(ONE_GEMM.format(extra='model = "realistic"').replace(
