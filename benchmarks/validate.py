@@ -19,11 +19,14 @@ How each kind becomes a spec
 * training: ``[graph] generator = "llm"``, three switch dimensions, innermost first, as
   Megatron places ranks: TP on the chip's NVLink (``fabric = "nvlink"``), PP and DP on its
   InfiniBand; the training memory model, the run's recomputation; micro-batch 1 where the
-  source gives none. Predicted figure: the source's (Megatron's TFLOP/s per GPU by its
+  source gives none; the embedding and the LM head with the run's vocabulary (Megatron's
+  FLOP formula counts the head, so the fitted GEMM ceiling must not absorb it). Predicted figure: the source's (Megatron's TFLOP/s per GPU by its
   formula 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) over the predicted time; MT-NLG's seconds
   per iteration; NeMo's tokens per second per GPU).
 * prefill: ``kind = "llm_serving"``, ``phase = "prefill"``, batch 1, the input length as
-  the prompt, TP on NVLink; TTFT = the predicted step latency.
+  the prompt, TP on NVLink, the engine's fused causal attention (``fused_attention``:
+  TensorRT-LLM's build commands set ``--enable_context_fmha``); TTFT = the predicted step
+  latency.
 * decode: ``phase = "decode"`` with the run's batch (1 when the source gives none); the
   step attends over the mean context (input + half the output, docs/model.md "LLM
   serving"); ITL = one step's latency; throughput = batch x output tokens / (prefill of the
@@ -83,6 +86,9 @@ SKIPPED = {
     "mlperf-*": "time to train: no configuration in the source",
 }
 GPUS_PER_NODE = 8
+#: the serving engines compared (TensorRT-LLM, NIM on it) run a fused causal attention kernel
+#: in the prefill (TensorRT-LLM's context FMHA)
+FUSED = "fused_attention = true\n"
 FIT_GRID = tuple(round(0.40 + 0.025 * i, 3) for i in range(23))  # 0.400 ... 0.950
 
 
@@ -150,6 +156,7 @@ def training_toml(run: dict, model: str, ceiling: float | None = None) -> str:
     return (f'[workload]\nkind = "llm"\n{wl}global_batch_size = {c["global_batch"]}\n'
             f'micro_batch_size = {mb}\n[graph]\ngenerator = "llm"\n'
             f'ffn_dim = {run["model"]["ffn_hidden"]}\n{graph}'
+            f'vocab_size = {run["model"]["vocab"]}\nembedding = true\nlm_head = true\n'
             + _system(run, tp * pp * dp, dims, model, ceiling)
             + f'[training]\nmemory_model = "training"\n'
               f'recompute = "{"full" if full else "none"}"\n')
@@ -168,7 +175,7 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
             f'ffn_dim = {m["ffn_hidden"]}\ngated_ffn = {int(gated)}\nnum_layer = {m["layers"]}\n'
             f'prompt_len = {c["input_len"]}\noutput_len = {out}\nbatch_size = {batch}\n'
             f'max_batch_size = {max(batch, 256)}\n'
-            '[graph]\ngenerator = "llm-serving"\n'
+            f'[graph]\ngenerator = "llm-serving"\n{FUSED}'
             + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling))
 
 

@@ -161,7 +161,10 @@ def test_twelve_line_llama3_70b_spec_loads():
     assert (wl.hidden_dim, wl.num_head, wl.head_dim, wl.num_layer) == (8192, 64, 128, 80)
     assert (wl.seq_len, wl.vocab_size) == (8192, 128000)
     assert sysm.accelerator.peak_gflops == pytest.approx(989.4e3, rel=5e-3)
-    assert sysm.memory.dram_bw_GBps == 3350 and sysm.memory.dram_bytes == 80e9
+    # realistic model (the preset's default): 86.7 % of the 3,350 GB/s peak, the measured
+    # 2,903 GB/s device-to-device copy the preset cites
+    assert sysm.memory.dram_bw_GBps == pytest.approx(3350 * 0.867, rel=1e-9)
+    assert sysm.memory.dram_bytes == 80e9
     assert [(d.topology.label, d.link_bw_GBps) for d in sysm.network] == [
         ("switch", 450.0), ("switch", 50.0)]
     assert spec.cost.chip_power_W == 700

@@ -21,6 +21,7 @@ import dfsearch
 from dfsearch.cli import app
 from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
 from dfsearch.cost.lower import Outer, gemm_work_flop, lower
+from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.presets.expand import GEMM_CEILING
 from dfsearch.sanity import spec_warnings
@@ -201,6 +202,16 @@ def test_bad_execution_model_values_are_one_line_exit_2_errors(tmp_path, line, n
     assert "Traceback" not in r.output
 
 
+def test_a_bad_fused_attention_value_is_a_one_line_exit_2_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(PRESET.format(extra='[graph]\ngenerator = "llm-serving"\n'
+                                       'fused_attention = "yes"'))
+    r = CliRunner().invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 2
+    assert f"{bad}: graph.fused_attention must be true or false. Got 'yes' instead" in r.output
+    assert "Traceback" not in r.output
+
+
 def test_the_realistic_model_needs_the_flop_model(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(ONE_GEMM.format(extra='model = "realistic"').replace(
@@ -269,6 +280,64 @@ def test_megatron_flop_is_the_paper_s_formula():
     runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
     want = 96 * 512 * 2048 * 24 * 2304**2 * (1 + 2048 / 13824 + 51200 / 884736)
     assert V.megatron_flop(runs["megatron21-t1-gpt-1p7b"]) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_training_run_carries_the_logit_gemms_megatron_s_formula_counts():
+    """The training spec of benchmarks/validate.py holds the embedding and the LM head, so the
+    predicted time covers what Megatron's Eq. 3 counts in its V / (16 l h) term: per
+    sequence 96 s l h^2 x V / (16 l h) = 6 s h V FLOP, three GEMMs of 2 s h V (forward, data
+    and weight gradient); 1.7B row: s 2048, h 2304, V 51200."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    spec = load_toml_spec(V.training_toml(runs["megatron21-t1-gpt-1p7b"], "realistic"),
+                          file="t.toml", base_dir=ROOT)
+    head = [k for k in spec.graph.kernels if k.name.startswith("LM_Head")]
+    assert {k.name for k in head} == {"LM_Head", "LM_Head_bwd", "LM_Head_bwd_weight_update"}
+    assert sum(2.0 * k.m * k.k * k.n for k in head) == 6.0 * 2048 * 2304 * 51200
+    assert [k.name for k in spec.graph.kernels if k.name.startswith("Embedding")] == [
+        "Embedding", "Embedding_bwd"]
+
+
+def test_fused_attention_is_one_causal_kernel_with_half_the_unfused_flop():
+    """docs/model.md "Fused attention": h 64, a 4 heads of d 16, s 32 tokens, w 2. The
+    unfused pair MHA_GEMM_1 + MHA_GEMM_2 is 2 x 2 a s^2 d = 262,144 FLOP; FMHA skips the
+    masked half, 2 a s^2 d = 131,072, with an h s w = 4,096-byte output (not a s^2 w =
+    8,192); SOFTMAX and DropOut_1 are gone (18 - 3 = 15 kernels, 21 - 7 + 4 = 18 edges)."""
+    kw = dict(hidden=64, num_head=4, head_dim=16, word=2, prompt_len=32, decode=0)
+    unfused, fused = llm_serving(**kw), llm_serving(**kw, fused_attention=True)
+    pair = [k for k in unfused.kernels if k.name in ("MHA_GEMM_1", "MHA_GEMM_2")]
+    assert sum(2 * k.outer * k.m * k.k * k.n for k in pair) == 262_144
+    (fmha,) = [k for k in fused.kernels if k.name == "FMHA"]
+    assert 2 * fmha.outer * fmha.m * fmha.k * fmha.n == 131_072
+    assert fmha.outer * fmha.m * fmha.n * 2 == 4_096 == fmha.output_bytes
+    assert len(unfused.kernels) == 18 and len(fused.kernels) == 15
+    assert not {"SOFTMAX", "DropOut_1", "MHA_GEMM_1", "MHA_GEMM_2"} & {
+        k.name for k in fused.kernels}
+    edges = {(c.src, c.dst) for c in fused.connections}
+    assert {("Q", "FMHA"), ("K", "FMHA"), ("V", "FMHA"), ("FMHA", "PROJ_GEMM")} <= edges
+    # the 7 unfused edges at the four kernels (Q, K -> MHA_GEMM_1 -> SOFTMAX -> DropOut_1,
+    # V, DropOut_1 -> MHA_GEMM_2 -> PROJ_GEMM) become FMHA's 4
+    assert len(fused.connections) == 21 - 7 + 4
+
+
+def test_the_validation_prefills_run_the_engine_s_fused_attention():
+    """TensorRT-LLM's build commands (performance.md) set ``--enable_context_fmha``, so the
+    serving specs of benchmarks/validate.py ask for ``fused_attention``."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    spec = load_toml_spec(V.serving_toml(runs[V.PREFILL[0]], "realistic", "prefill"),
+                          file="p.toml", base_dir=ROOT)
+    assert "FMHA" in {k.name for k in spec.graph.kernels}
+
+
+@pytest.mark.parametrize(("chip", "model", "want"), [
+    ("h100-sxm-80gb", "realistic", 3350 * 0.867),  # measured 2,903 GB/s = 86.7 % of 3,350
+    ("h100-sxm-80gb", "dfmodel", 3350.0),
+    ("a100-sxm-80gb", "realistic", 2039.0),  # no published measurement: the peak
+])
+def test_the_realistic_model_reads_hbm_at_the_chip_s_measured_fraction(chip, model, want):
+    text = PRESET.replace('preset = "h100"', f'preset = "{chip}"').format(
+        extra=f'[execution]\nmodel = "{model}"')
+    spec = load_toml_spec(text, file="h.toml", base_dir=ROOT)
+    assert spec.system.memory.dram_bw_GBps == pytest.approx(want, rel=1e-9)
 
 
 def test_a_realistic_only_key_under_dfmodel_s_equations_is_warned_about():

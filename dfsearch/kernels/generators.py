@@ -139,7 +139,7 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 #: Parameters that are 0/1 switches rather than sizes.
 _FLAGS = frozenset({"gated_ffn", "decode"})
 #: Parameters that are booleans (TOML ``true`` / ``false``; 0 / 1 accepted, as the CLI gives).
-_BOOLS = frozenset({"embedding", "lm_head"})
+_BOOLS = frozenset({"embedding", "lm_head", "fused_attention"})
 
 
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
@@ -1081,7 +1081,8 @@ def serving_context(prompt_len: int, output_len: int) -> int:
 def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_len: int,
                 decode: int, output_len: int = 1, num_kv_head: int | None = None,
                 ffn_dim: int | None = None, gated_ffn: int = 0,
-                kv_word: int | None = None, tokens: int = 1) -> Graph:
+                kv_word: int | None = None, tokens: int = 1,
+                fused_attention: bool = False) -> Graph:
     """One transformer layer of an LLM serving step for ONE sequence (docs/model.md,
     "LLM serving"); the batch and the tensor parallelism are applied at lowering, never here.
 
@@ -1093,7 +1094,9 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     carry the KV bytes one step reads, L x g x head_dim x ``kv_word`` each. ``tokens = t >
     1`` (decode): a speculative verification step, t new tokens per sequence (every
     activation and attention score x t; the weights and the KV cache read once) attending
-    over L + t - 1 positions (docs/model.md, "Speculative decoding").
+    over L + t - 1 positions (docs/model.md, "Speculative decoding"). ``fused_attention``
+    (prefill): one causal fused attention kernel instead of the four unfused ones
+    (:func:`_fused_attention`).
 
     Parameters
     ----------
@@ -1111,6 +1114,8 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
         Bytes per element of the KV cache (default ``word``).
     tokens : int, default 1
         Decode: new tokens per sequence in the step (1: plain decode).
+    fused_attention : bool, default False
+        Prefill: ``FMHA`` replaces MHA_GEMM_1, SOFTMAX, DropOut_1 and MHA_GEMM_2.
 
     Returns
     -------
@@ -1134,6 +1139,8 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     if not decode:
         rows = _llm_fwd_rows(x)
         edges, zero = _llm_fwd_edges(x.gated), frozenset()
+        if fused_attention:
+            rows, edges = _fused_attention(x, rows, edges)
     else:
         ctx = serving_context(prompt_len, output_len) + tokens - 1
         rows = _kv_word_rows(_decode_rows(x, ctx, tokens), x.g * x.d * ctx * (kv_word or word))
@@ -1145,6 +1152,23 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
         memory |= {"K_cache": float(kv), "V_cache": float(kv)}
     kernels = tuple(_row_kernels(rows, _F, 1, Dim.N, memory))
     return Graph(kernels=kernels, connections=_connect_names(kernels, edges, zero))
+
+
+_UNFUSED_ATTENTION = ("MHA_GEMM_1", "SOFTMAX", "DropOut_1", "MHA_GEMM_2")
+
+
+def _fused_attention(x: _Layer, rows: list[_Row], edges: list[_Edge]
+                     ) -> tuple[list[_Row], list[_Edge]]:
+    """A serving engine's fused causal attention (docs/model.md, "Fused attention"): one
+    ``FMHA`` kernel in place of the four unfused ones, a GEMM of (a, d, s, s) (MHA_GEMM_2's
+    orientation: a d x s output per head): 2 a s^2 d FLOP, half of the unfused pair's
+    4 a s^2 d, since a causal kernel skips the masked half of the scores. It reads Q (h s w)
+    and K and V (2 g d s w) and writes the h s w output; the a s^2 scores stay on chip."""
+    fmha: _Row = ("FMHA", _SYS, _GII, (x.a, x.d, x.s, x.s), x.hs, 2 * x.kvs, x.hs)
+    out = [r for r in rows if r[0] not in _UNFUSED_ATTENTION[1:]]
+    out = [fmha if r[0] == _UNFUSED_ATTENTION[0] else r for r in out]
+    kept = [e for e in edges if not set(e) & set(_UNFUSED_ATTENTION)]
+    return out, [*kept, ("Q", "FMHA"), ("K", "FMHA"), ("V", "FMHA"), ("FMHA", "PROJ_GEMM")]
 
 
 def _kv_word_rows(rows: list[_Row], kv_bytes: int) -> list[_Row]:
@@ -1402,8 +1426,12 @@ GENERATORS: Mapping[str, Generator] = MappingProxyType({
            required=False),
         _p("tokens", "decode: new tokens per sequence per step (> 1: a speculative "
                      "verification step)", 1, required=False),
+        GeneratorParam("fused_attention", bool, "true (CLI: 1), prefill: one fused causal "
+                                                "attention kernel (FMHA) instead of four",
+                       False, required=False),
     ), "one transformer layer of an LLM serving step for one sequence, weights and KV "
-       "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated)"),
+       "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated; fused attention: "
+       "prefill 15, 16 gated)"),
     "dlrm": Generator("dlrm", dlrm, (
         _p("mlp_dim", "width of every MLP layer"),
         _p("bottom_num_mlp", "bottom MLP layers (the last one does the embedding exchange)"),

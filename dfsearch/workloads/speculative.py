@@ -94,12 +94,15 @@ def _require(spec: Spec) -> Speculative:
 
 def _derived(spec: Spec, fields: dict[str, object]) -> Spec:
     """The spec with workload ``fields`` replaced and the graph regenerated (``llm-serving``
-    with every parameter from the workload), validated."""
+    with every parameter from the workload; a graph-only option the workload does not hold,
+    ``fused_attention`` of the prefill, keeps its default), validated."""
     wl = replace(spec.workload, **fields)
     model = model_of(wl)
     params = {}
     for p in GENERATORS["llm-serving"].params:
         src = model.generator_fields.get(p.name, p.name)
+        if not p.required and not hasattr(wl, src):
+            continue
         params[p.name] = spec.execution.word_bytes if p.name == "word" else getattr(wl, src)
     search = replace(spec.search, objective=ObjectiveKind.TPOT, latency_bound_ms=0.0)
     out = replace(spec, workload=wl, graph=generate("llm-serving", params, path="graph"),
