@@ -59,7 +59,7 @@ from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, Sea
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import PROOF_REL_TOL, outer_sharding, search
 from dfsearch.search.objective import objective_of
-from dfsearch.search.strategies.base import Progress
+from dfsearch.search.strategies.base import Progress, SearchProgress
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import AUTO, Spec
 
@@ -149,10 +149,12 @@ def _explore(run: _Run, choices: list, objective: Any, progress: Progress | None
                 run.phases = _phases(run, found[1])
         run.searched.clear()
         if progress is not None:  # the progress line shows seconds (run.best[0] is in ns)
-            progress(i + 1, len(choices), run.best[1].final_s if run.best else None)
+            progress(SearchProgress(i + 1, len(choices), run.best[1].final_s if run.best else None,
+                                    evaluations=run.used, budget=run.budget))  # fmt: skip
     if progress is not None and choices:  # pruned choices count as done, as in best_first
         done = len(choices) if not run.stop else run.solved + run.pruned
-        progress(done, len(choices), run.best[1].final_s if run.best else None)
+        progress(SearchProgress(done, len(choices), run.best[1].final_s if run.best else None,
+                                evaluations=run.used, budget=run.budget))  # fmt: skip
 
 
 def _out_of_budget(run: _Run) -> bool:

@@ -54,14 +54,21 @@ from dfsearch.search.assign import lone_misfits
 from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
-from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
+from dfsearch.search.strategies.base import (
+    AssignmentStrategy,
+    OuterSpace,
+    Pair,
+    Progress,
+    SearchProgress,
+)
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
 from dfsearch.workloads import model_of
 
-__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "SearchProgress",
+           "BOUND_LIMIT", "OPTUNA_TRIALS", "GAP_STOP"]
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
@@ -72,6 +79,8 @@ OPTUNA_TRIALS = 300
 #: relative distance of the answer: a bound summed in another order than the answer's
 #: configurations differs in the last bits
 PROOF_REL_TOL = 1e-12
+#: ``stopped_by`` of a search that stopped at a proven gap within ``search.gap``
+GAP_STOP = "gap"
 
 
 @dataclass
@@ -155,6 +164,19 @@ class SearchState:
 
     def note_outer_violation(self, pair: Pair) -> None:
         self.note_violation(_outer_violation(self.spec, pair), pair.placement)
+
+    def progress_record(self, done: int, total: int, frontier: float = math.inf) -> SearchProgress:
+        return _progress_record(self, done, total, frontier)
+
+    def gap_reached(self, frontier: float) -> bool:
+        gap = self.spec.search.gap
+        if gap <= 0 or self.best is None:
+            return False
+        reached = _gap(self.best_value(), min(self.open_bound, frontier))
+        if reached is not None and reached <= gap:
+            self.stop = GAP_STOP
+            return True
+        return False
 
 
 def search(
@@ -418,16 +440,41 @@ def _joint_sharding(st: SearchState) -> None:
     st.methods.add("joint-sharding")
 
 
+# --------------------------------------------------------------------------- progress
+def _gap(best: float, bound: float) -> float | None:
+    """(best - bound) / best, 0 when the bound meets the incumbent; None when either is
+    unknown (no incumbent, or a bound of 0: nothing proven)."""
+    if not (math.isfinite(best) and best > 0 and bound > 0):
+        return None
+    return max(0.0, (best - bound) / best) if math.isfinite(bound) else 0.0
+
+
+def _progress_record(st: SearchState, done: int, total: int, frontier: float) -> SearchProgress:
+    best = st.best_value()
+    bound = min(st.open_bound, frontier, best)
+    gap = _gap(best, bound)
+    bound_s = bound / 1e9 if (gap is not None and st.objective.kind.minimises_time) else None
+    return SearchProgress(
+        done=done, total=total, best_s=st.best.final_s if st.best is not None else None,
+        bound_s=bound_s, gap=gap, evaluations=st.evaluations, budget=st.max_evaluations,
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- result
 def _result(st: SearchState, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
     best = st.best
     bound = min(st.open_bound, st.best_value())
     met = bound >= st.best_value() or (
         not st.stop and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
+    at_gap = st.stop == GAP_STOP
     status = RunStatus.of_search(found=best is not None, proven=met, interrupted=interrupted,
-                                 stopped=bool(st.stop))
+                                 stopped=bool(st.stop) and not at_gap)  # fmt: skip
     notes = []
-    if st.stop and not interrupted:
+    if at_gap:
+        notes.append(f"stopped at a proven gap of {_gap(st.best_value(), bound):.3%} "
+                     f"(search.gap {st.spec.search.gap:g}) after {st.solved + st.pruned} of "
+                     f"{total} outer choices")  # fmt: skip
+    elif st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
     if status is RunStatus.INFEASIBLE and math.isfinite(bound):
         notes.append(_not_proven_infeasible(st, method))
