@@ -6,6 +6,7 @@ import io
 import json
 import math
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from dfsearch.cli import _ProgressLine, app
 from dfsearch.codes import RunStatus
+from dfsearch.loader import load_toml_spec
 from dfsearch.search.engine import GAP_STOP, _gap, search
 from dfsearch.search.strategies.base import SearchProgress
 from dfsearch.spec import SearchSettings
@@ -141,3 +143,28 @@ def test_bad_search_gap_in_a_spec_exits_2_naming_the_field(tmp_path) -> None:
     r = CliRunner().invoke(app, ["validate", str(bad)])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "search.gap" in r.output and "Got 1" in r.output and str(bad.name) in r.output
+
+
+# --------------------------------------------------------------------------- inside a choice
+def _stacked_gpt(layers: int) -> str:
+    text = QUICK.read_text()
+    text = text.replace("num_layer = 24", f"num_layer = 24\nnum_layer_in_graph = {layers}")
+    return text.replace("num_config = 2", f"num_config = {2 * layers}")
+
+
+def test_long_assignment_searches_report_between_their_jitted_calls_and_change_nothing() -> None:
+    """A 4-layer graph (164 kernels) goes through the layered search: the callback is also
+    called from inside each outer choice, its records never go back, and the answer is the
+    same bit for bit as without a callback."""
+    spec = load_toml_spec(_stacked_gpt(4), file="stacked.toml", base_dir=EXAMPLES)
+    records: list[SearchProgress] = []
+    with_line = search(spec, progress=records.append)
+    without = search(spec)
+    s = with_line.search
+    assert "layered" in s.method
+    assert len(records) > s.solved + 1  # one per solved choice and the last: more came from inside
+    assert all(a.done <= b.done and a.evaluations <= b.evaluations for a, b in pairwise(records))
+    assert records[-1].evaluations == s.evaluations
+    ja, jb = with_line.to_json(), without.to_json()
+    ja["search"].pop("seconds"), jb["search"].pop("seconds")
+    assert ja == jb

@@ -111,6 +111,25 @@ class SearchState:
     stop: str = ""  #: why the search stopped early ("" = it did not)
     #: sharding solutions by what they depend on (``_sharding``)
     sharding_cache: dict = field(default_factory=dict)
+    progress: Progress | None = None  #: the caller's progress callback (display only)
+    total: int = 0  #: outer choices in the space
+    last_progress: SearchProgress | None = None  #: the last record sent
+
+    def relay(self, p: SearchProgress) -> None:
+        """Send a progress record (what outer strategies call) and keep it for ``tick``."""
+        self.last_progress = p
+        if self.progress is not None:
+            self.progress(p)
+
+    def tick(self) -> None:
+        """Between the jitted calls of a long assignment search or bounding loop: the last
+        record again with the evaluations counted so far, so that a display can move. It
+        changes nothing the search decides."""
+        if self.progress is None:
+            return
+        p = self.last_progress or SearchProgress(self.solved + self.pruned, self.total,
+                                                 budget=self.max_evaluations)  # fmt: skip
+        self.progress(replace(p, evaluations=self.evaluations))
 
     def offer(self, ev: Evaluation) -> bool:
         if ev.feasible and self.objective.value(ev) < self.best_value():
@@ -226,15 +245,15 @@ def search(
     control = no_control()
     if limit:
         control[Control.DEADLINE] = t0 + limit
-    st = SearchState(spec, seed, budget, control, objective_of(spec), assignment)
+    st = SearchState(spec, seed, budget, control, objective_of(spec), assignment, progress=progress)
     method = outer.name
     total = 0
     with _ctrl_c_sets_flag(control):
         try:
             space = OuterSpace(tuple(_pair_space(spec, pinned)), tuple(_config_counts(spec)),
                                bound_limit=BOUND_LIMIT, trials=OPTUNA_TRIALS)  # fmt: skip
-            total = space.total
-            method = outer.explore(st, space, progress)
+            total = st.total = space.total
+            method = outer.explore(st, space, st.relay if progress is not None else None)
             if spec.search.joint_sharding and st.best is not None and not st.stop:
                 _joint_sharding(st)
         except KeyboardInterrupt:  # outside the main thread, or raised by a callback
@@ -353,6 +372,7 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
             if st.objective.latency_excess_ns(lb) > 0:  # no mapping meets the latency bound
                 status, viol = Status.LATENCY, st.objective.latency_excess_ns(lb)
         out.append(Pair(shape, t, sharding, bound, status, viol, mbs, pl))
+        st.tick()
     return out
 
 
@@ -378,7 +398,8 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c, p.placement)
     problem = lower(spec, outer)
     st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
-    a = st.assignment.assign(problem, seed=st.seed, control=st.control)
+    tick = st.tick if st.progress is not None else None
+    a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c), p.placement)

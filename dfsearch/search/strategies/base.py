@@ -126,8 +126,11 @@ class AssignmentStrategy(Protocol):
         """Whether its optional dependencies are installed."""
         ...
 
-    def assign(self, problem: Problem, *, seed: int, control: np.ndarray) -> Assignment:
-        """The best assignment it finds for ``problem`` (see the class contract)."""
+    def assign(self, problem: Problem, *, seed: int, control: np.ndarray,
+               tick: Callable[[], None] | None = None) -> Assignment:  # fmt: skip
+        """The best assignment it finds for ``problem`` (see the class contract); ``tick``,
+        when given, is called between its jitted calls (progress display only: it must not
+        change the answer)."""
         ...
 
 
