@@ -112,14 +112,17 @@ def _finite(obj: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _compile_notice(enabled: bool) -> Iterator[None]:
-    """Say so on stderr when the evaluator is compiled (the first run after an install)."""
+def _compile_notice(enabled: bool, line: _ProgressLine | None = None) -> Iterator[None]:
+    """Say so on stderr when the evaluator is compiled (the first run after an install), on
+    a line of its own (the progress ``line``, if drawn, is closed first)."""
     if not enabled:
         yield
         return
     from dfsearch.cost._jit import on_first_compilation
 
     def say() -> None:
+        if line is not None:
+            line.end()
         sys.stderr.write("compiling the evaluator, once: ~40 s on 2 cores (cached for later runs) ...\n")
         sys.stderr.flush()
 
@@ -340,8 +343,8 @@ def run(
     """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example.
 
     The report ends with a status: OPTIMAL (a lower bound meets the answer),
-    FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap),
-    STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
+    FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap; also a search
+    that --gap stopped, stopped_by 'gap'), STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
     mapping so far is still reported and written, exit code 130).
 
     Report terms (docs/design.md, glossary): a configuration is a set of kernels on the chip
@@ -368,7 +371,7 @@ def run(
         for field, name in (("strategy", strategy), ("assignment", assignment), ("gap", gap)):
             if name is not None:
                 s = replace_field(s, f"search.{field}", name)
-        with _compile_notice(not quiet):
+        with _compile_notice(not quiet, progress):
             result = api.run(
                 s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
                 progress=progress,
