@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from dfsearch.cli import _ProgressLine, app
 from dfsearch.codes import RunStatus
-from dfsearch.loader import load_toml_spec
+from dfsearch.loader import load_spec, load_toml_spec
+from dfsearch.plan import run as plan_run
 from dfsearch.search.engine import GAP_STOP, _gap, search
 from dfsearch.search.strategies.base import SearchProgress
 from dfsearch.spec import SearchSettings
@@ -168,3 +169,23 @@ def test_long_assignment_searches_report_between_their_jitted_calls_and_change_n
     ja, jb = with_line.to_json(), without.to_json()
     ja["search"].pop("seconds"), jb["search"].pop("seconds")
     assert ja == jb
+
+
+def test_a_gap_stop_whose_bound_meets_the_answer_is_optimal() -> None:
+    """The whole-model example: the search reaches a state where the open bound equals the
+    incumbent up to the last bits; a gap stop there is a proof (as at the end of a search)."""
+    spec = load_spec(EXAMPLES / "gpt_whole_model.toml")
+    r = search(replace(spec, search=replace(spec.search, gap=0.5)))
+    assert (r.status, r.search.stopped_by) == (RunStatus.OPTIMAL, GAP_STOP)
+    assert r.search.lower_bound_s == pytest.approx(r.evaluation.final_s, rel=1e-12)
+
+
+def test_a_plan_of_sub_searches_stopped_at_their_gap_is_not_proven_nor_stopped() -> None:
+    """In the stage plan each piece search stops at its own gap: the plan's answer is not
+    proven and not labelled as stopped by a limit; its bound stays below the optimum."""
+    spec = load_spec(EXAMPLES / "gpt_pipeline.toml")
+    full = plan_run(spec)
+    r = plan_run(replace(spec, search=replace(spec.search, gap=0.5)))
+    assert full.status is RunStatus.OPTIMAL
+    assert (r.status, r.search.stopped_by) == (RunStatus.FEASIBLE_NOT_PROVEN, "")
+    assert r.search.lower_bound_s <= full.evaluation.final_s <= r.evaluation.final_s

@@ -57,7 +57,7 @@ from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.report import stage_lines, stage_timing
 from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search.engine import PROOF_REL_TOL, outer_sharding, search
+from dfsearch.search.engine import GAP_STOP, PROOF_REL_TOL, outer_sharding, search
 from dfsearch.search.objective import objective_of
 from dfsearch.search.strategies.base import Progress, SearchProgress
 from dfsearch.search.warmup import warm_up
@@ -419,7 +419,7 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
         run.searched[id(r.evaluation)] = (name, r)
     run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/")
                        if m != "none")  # fmt: skip
-    if r.search.stopped_by:
+    if r.search.stopped_by and r.search.stopped_by != GAP_STOP:  # a gap stop: not exact, below
         run.stop = r.search.stopped_by
     exact = r.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
     if not exact or any(n.startswith("not proven") for n in r.search.notes):

@@ -485,9 +485,9 @@ def _progress_record(st: SearchState, done: int, total: int, frontier: float) ->
 def _result(st: SearchState, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
     best = st.best
     bound = min(st.open_bound, st.best_value())
+    at_gap = st.stop == GAP_STOP  # a gap stop with a bound that meets the answer is a proof
     met = bound >= st.best_value() or (
-        not st.stop and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
-    at_gap = st.stop == GAP_STOP
+        (not st.stop or at_gap) and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
     status = RunStatus.of_search(found=best is not None, proven=met, interrupted=interrupted,
                                  stopped=bool(st.stop) and not at_gap)  # fmt: skip
     notes = []
