@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -33,6 +35,7 @@ from dfsearch.report import (
 )
 from dfsearch.result import SearchStats
 from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
+from dfsearch.search.strategies.base import SearchProgress
 from dfsearch.spec import Graph
 from dfsearch.study import commands, plots
 from dfsearch.study.pareto import pareto_front, parse_objectives
@@ -109,14 +112,17 @@ def _finite(obj: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _compile_notice(enabled: bool) -> Iterator[None]:
-    """Say so on stderr when the evaluator is compiled (the first run after an install)."""
+def _compile_notice(enabled: bool, line: _ProgressLine | None = None) -> Iterator[None]:
+    """Say so on stderr when the evaluator is compiled (the first run after an install), on
+    a line of its own (the progress ``line``, if drawn, is closed first)."""
     if not enabled:
         yield
         return
     from dfsearch.cost._jit import on_first_compilation
 
     def say() -> None:
+        if line is not None:
+            line.end()
         sys.stderr.write("compiling the evaluator, once: ~40 s on 2 cores (cached for later runs) ...\n")
         sys.stderr.flush()
 
@@ -125,24 +131,57 @@ def _compile_notice(enabled: bool) -> Iterator[None]:
 
 
 class _ProgressLine:
-    """The run's progress line on stderr, rewritten in place; ``end`` closes it with a
-    newline however the search stopped (pruned, budget, Ctrl-C), so the report starts on a
-    line of its own."""
+    """The run's progress line on stderr, rewritten in place: elapsed time, outer choices,
+    best, lower bound, gap, evaluations. The search may call it often; it redraws at most
+    every ``MIN_INTERVAL_S`` (the clock is read for the display only, never by the search).
+    ``end`` draws the last record it held back and closes the line with a newline however
+    the search stopped (pruned, budget, gap, Ctrl-C), so the report starts on a line of its
+    own."""
 
-    def __init__(self) -> None:
+    MIN_INTERVAL_S = 0.2
+
+    def __init__(self, stream: Any = None, clock: Any = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.clock = time.monotonic if clock is None else clock
+        self.start = self.clock()
+        self.shown = -math.inf  # when the line was last drawn
+        self.pending: SearchProgress | None = None  # a record not drawn yet
         self.open = False
 
-    def __call__(self, done: int, total: int, best_s: float | None) -> None:
-        best = f"best {best_s:.6g} s" if best_s is not None else "no feasible mapping yet"
-        sys.stderr.write(f"\r  searching: {done}/{total} outer choices, {best}   ")
-        sys.stderr.flush()
-        self.open = True
+    def __call__(self, p: SearchProgress) -> None:
+        now = self.clock()
+        if now - self.shown < self.MIN_INTERVAL_S:
+            self.pending = p
+            return
+        self._draw(p, now)
+
+    def _draw(self, p: SearchProgress, now: float) -> None:
+        self.stream.write(f"\r  {progress_text(p, now - self.start)}   ")
+        self.stream.flush()
+        self.shown, self.pending, self.open = now, None, True
 
     def end(self) -> None:
+        if self.pending is not None:
+            self._draw(self.pending, self.clock())
         if self.open:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+            self.stream.write("\n")
+            self.stream.flush()
             self.open = False
+
+
+def progress_text(p: SearchProgress, elapsed_s: float) -> str:
+    """``searching 1m05s: 12/40 outer choices, best 1.234 s, bound 1.2 s, gap 2.72%,
+    1,234,567/20,000,000 evaluations``."""
+    minutes, seconds = divmod(int(elapsed_s), 60)
+    parts = [f"{p.done}/{p.total} outer choices"]
+    parts.append(f"best {p.best_s:.6g} s" if p.best_s is not None else "no feasible mapping yet")
+    if p.bound_s is not None:
+        parts.append(f"bound {p.bound_s:.6g} s")
+    if p.gap is not None:
+        parts.append(f"gap {p.gap:.2%}")
+    budget = f"/{p.budget:,}" if p.budget else ""
+    parts.append(f"{p.evaluations:,}{budget} evaluations")
+    return f"searching {minutes}m{seconds:02d}s: " + ", ".join(parts)
 
 
 def _progress(enabled: bool) -> _ProgressLine | None:
@@ -155,6 +194,7 @@ def _check_args(
     outputs: dict[str, Path | str | None] | None = None,
     seed: int | None = None,
     strategies: dict[str, str | None] | None = None,
+    gap: float | None = None,
 ) -> None:
     """Exit 2 at once on arguments that would only fail after the work is done: an output
     (option name -> path; '-' is stdout) in a missing or read-only folder, on a folder, on an
@@ -163,6 +203,8 @@ def _check_args(
     problems = []
     if seed is not None and (issue := seed_issue("--seed", seed)) is not None:
         problems.append(issue.render())
+    if gap is not None and not 0 <= gap < 1:
+        problems.append(f"--gap {gap:g}: must be >= 0 and < 1 (a relative gap: 0.01 = 1 %).")
     for kind, name in (strategies or {}).items():
         if name is not None and (issue := strategy_issue(f"--{kind}", kind, name)) is not None:
             problems.append(issue.render())
@@ -291,14 +333,18 @@ def run(
         Optional[Path],  # noqa: UP045
         typer.Option("--mapping-out", metavar="PATH", help="Write the best mapping as a mapping file (TOML) for 'dfsearch eval'."),
     ] = None,
+    gap: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option("--gap", metavar="G", help="Stop as soon as the best mapping is proven within the relative gap G of the lower bound, (best - bound) / best, 0 <= G < 1 (default: the spec's search.gap, 0 = search to the end). Deterministic: it depends on work done only. The result says stopped_by 'gap'."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     equations: EquationsOpt = None,
 ) -> None:
     """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example.
 
     The report ends with a status: OPTIMAL (a lower bound meets the answer),
-    FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap),
-    STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
+    FEASIBLE_NOT_PROVEN (with the lower bound and the largest possible gap; also a search
+    that --gap stopped, stopped_by 'gap'), STOPPED_BY_LIMIT (a work budget or --time-limit fired) or INTERRUPTED (Ctrl-C: the best
     mapping so far is still reported and written, exit code 130).
 
     Report terms (docs/design.md, glossary): a configuration is a set of kernels on the chip
@@ -317,15 +363,15 @@ def run(
 
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
-                strategies={"strategy": strategy, "assignment": assignment})  # fmt: skip
+                strategies={"strategy": strategy, "assignment": assignment}, gap=gap)  # fmt: skip
     eq = _equations(equations)
     progress = _progress(not quiet and sys.stderr.isatty() and json_out != "-")
     try:
         s = load_spec(path, equations=eq)
-        for field, name in (("strategy", strategy), ("assignment", assignment)):
+        for field, name in (("strategy", strategy), ("assignment", assignment), ("gap", gap)):
             if name is not None:
                 s = replace_field(s, f"search.{field}", name)
-        with _compile_notice(not quiet):
+        with _compile_notice(not quiet, progress):
             result = api.run(
                 s, seed=seed, time_limit_s=time_limit, max_evaluations=max_evaluations,
                 progress=progress,

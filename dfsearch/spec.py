@@ -340,7 +340,9 @@ class SearchSettings:
     ``ASSIGNMENT_STRATEGY_NAMES``; registered in ``dfsearch.search.strategies``): how
     the outer choices are explored and how one outer choice's configuration assignment is
     solved ("auto" = the default composition). ``latency_bound_ms`` (0 = none): a serving
-    mapping whose step latency (TTFT or TPOT) exceeds it is infeasible."""
+    mapping whose step latency (TTFT or TPOT) exceeds it is infeasible. ``gap``
+    (0 <= gap < 1): stop at a proven relative gap; it depends on the bound and the incumbent
+    only, so the result stays a function of (spec, seed)."""
 
     seed: int = 0
     objective: ObjectiveKind = ObjectiveKind.TIME
@@ -350,6 +352,10 @@ class SearchSettings:
     joint_sharding: bool = False
     strategy: str = "auto"
     assignment: str = "auto"
+    #: stop as soon as the incumbent is within this relative gap, (best - bound) / best, of
+    #: the proven lower bound (0 = search to the end; a result that stops so says
+    #: ``stopped_by = "gap"``)
+    gap: float = 0.0
     #: whole models in pipeline stages: stage boundaries may also cut inside a layer
     #: (``cost/stage_cuts.py``); None (unset) is off
     stage_cuts: bool | None = None

@@ -465,6 +465,8 @@ def validate_parts(
         s.gt("search.max_evaluations", search.max_evaluations)
         _within(s, "search.max_evaluations", search.max_evaluations)
         s.ge("search.latency_bound_ms", search.latency_bound_ms)
+        if not 0 <= search.gap < 1:
+            s.add("search.gap", f"must be >= 0 and < 1 (a relative gap: 0.01 = 1 %). Got {show(search.gap)} instead.")
         _within(s, "search.latency_bound_ms", search.latency_bound_ms)
         if model is not None:
             model.objective_issues(s, search, workload)

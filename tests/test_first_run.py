@@ -14,6 +14,7 @@ from dfsearch import api
 from dfsearch.cli import _ProgressLine
 from dfsearch.cost._jit import on_first_compilation
 from dfsearch.loader import load_spec
+from dfsearch.search.strategies.base import SearchProgress
 
 PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "gpt_pipeline.toml"
 
@@ -56,12 +57,12 @@ def test_compiled_code_that_is_already_loaded_is_not_announced() -> None:
 def test_the_progress_line_ends_however_the_search_stopped(monkeypatch) -> None:
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    line = _ProgressLine()
+    line = _ProgressLine(clock=lambda: 0.0)
     line.end()  # nothing shown: nothing to end
     assert err.getvalue() == ""
-    line(3, 10, 1.5)  # a search that stopped (pruned, budget, Ctrl-C) at 3 of 10
+    line(SearchProgress(3, 10, 1.5))  # a search that stopped (pruned, budget, Ctrl-C) at 3 of 10
     line.end()
-    assert err.getvalue() == "\r  searching: 3/10 outer choices, best 1.5 s   \n"
+    assert err.getvalue() == "\r  searching 0m00s: 3/10 outer choices, best 1.5 s, 0 evaluations   \n"
     line.end()  # ended once
     assert err.getvalue().count("\n") == 1
 
@@ -70,7 +71,7 @@ def test_stage_search_progress_is_in_seconds_and_reaches_the_total() -> None:
     """The whole-model stage search reports the best time in seconds (it printed
     nanoseconds labelled 's') and a last call with every choice done."""
     calls: list[tuple[int, int, float | None]] = []
-    result = api.run(load_spec(PIPELINE), progress=lambda d, t, b: calls.append((d, t, b)))
+    result = api.run(load_spec(PIPELINE), progress=lambda p: calls.append((p.done, p.total, p.best_s)))
     assert result.stages is not None and calls
     done, total, best = calls[-1]
     assert done == total == result.search.candidates

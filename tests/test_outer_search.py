@@ -165,9 +165,9 @@ def test_ctrl_c_returns_the_best_so_far_labelled_interrupted():
     spec = free_spec(4)
     calls = []
 
-    def progress(done, total, best):
-        calls.append(best)
-        if best is not None:
+    def progress(p):
+        calls.append(p.best_s)
+        if p.best_s is not None:
             raise KeyboardInterrupt
 
     r = search(spec, progress=progress)

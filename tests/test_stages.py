@@ -465,7 +465,7 @@ def test_ctrl_c_between_sub_searches_returns_the_best_so_far() -> None:
     labelled interrupted, not with a traceback."""
     from dfsearch.plan import run as search
 
-    def stop(done: int, total: int, best: float | None) -> None:
+    def stop(p: object) -> None:
         raise KeyboardInterrupt
 
     r = search(_spec(pp=None), progress=stop)

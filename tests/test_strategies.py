@@ -282,7 +282,7 @@ def test_outer_tiny_budget_or_time_limit_stops_without_a_claim(name):
 def test_outer_ctrl_c_returns_the_best_so_far_without_a_claim(name):
     spec = with_strategies(OUTER_SPECS["free-shape"], strategy=name)
 
-    def progress(done, total, best):
+    def progress(p):
         raise KeyboardInterrupt
 
     r = search(spec, progress=progress)
@@ -402,7 +402,7 @@ def test_cp_sat_without_ortools_is_a_clear_error_before_any_work(monkeypatch, tm
     assert not ASSIGNMENT_STRATEGIES["cp-sat"].available()
     spec = replace(SPECS["training"], search=replace(SPECS["training"].search, assignment="cp-sat"))
     with pytest.raises(SolverUnavailableError, match=r"'cp-sat' needs OR-Tools \(pip install \"dfsearch\[exact\]\"\)"):
-        search(spec, progress=lambda *a: pytest.fail("searched"))
+        search(spec, progress=lambda p: pytest.fail("searched"))
     path = tmp_path / "s.toml"
     path.write_text(spec_to_toml(SPECS["training"]))
     r = runner.invoke(app, ["run", str(path), "-q", "--assignment", "cp-sat"])

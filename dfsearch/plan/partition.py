@@ -29,9 +29,9 @@ from dfsearch.plan.partition_cut import PartitionInfeasible, solve_partition
 from dfsearch.report import partition_lines
 from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search.engine import PROOF_REL_TOL, full_sharding, search
+from dfsearch.search.engine import GAP_STOP, PROOF_REL_TOL, full_sharding, search
 from dfsearch.search.objective import objective_of
-from dfsearch.search.strategies.base import Progress
+from dfsearch.search.strategies.base import Progress, SearchProgress
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
 
@@ -131,7 +131,7 @@ def _explore(spec: Any, run: _Run, choices: list, objective: Any, seed: int | No
         run.used += r.search.evaluations
         run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/")
                            if m != "none")  # fmt: skip
-        if r.search.stopped_by:
+        if r.search.stopped_by and r.search.stopped_by != GAP_STOP:  # a gap stop: not proven, below
             run.stop = r.search.stopped_by
         if r.status not in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE) or r.search.notes:
             run.proven = False
@@ -144,7 +144,8 @@ def _explore(spec: Any, run: _Run, choices: list, objective: Any, seed: int | No
             if run.best is None or value < run.best[0]:
                 run.best = (value, r.evaluation, plan, r)
         if progress is not None:
-            progress(i + 1, len(choices), run.best[0] if run.best else None)
+            progress(SearchProgress(i + 1, len(choices), run.best[1].final_s if run.best else None,
+                                    evaluations=run.used, budget=run.budget))  # fmt: skip
 
 
 def _result(spec: Any, run: _Run, total: int, seconds: float, objective: Any,

@@ -57,9 +57,9 @@ from dfsearch.plan.base import Max, Phase, Plan, Pool
 from dfsearch.report import stage_lines, stage_timing
 from dfsearch.result import NO_SECTION, PhaseResult, PlanSection, RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
-from dfsearch.search.engine import PROOF_REL_TOL, outer_sharding, search
+from dfsearch.search.engine import GAP_STOP, PROOF_REL_TOL, outer_sharding, search
 from dfsearch.search.objective import objective_of
-from dfsearch.search.strategies.base import Progress
+from dfsearch.search.strategies.base import Progress, SearchProgress
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import AUTO, Spec
 
@@ -149,10 +149,12 @@ def _explore(run: _Run, choices: list, objective: Any, progress: Progress | None
                 run.phases = _phases(run, found[1])
         run.searched.clear()
         if progress is not None:  # the progress line shows seconds (run.best[0] is in ns)
-            progress(i + 1, len(choices), run.best[1].final_s if run.best else None)
+            progress(SearchProgress(i + 1, len(choices), run.best[1].final_s if run.best else None,
+                                    evaluations=run.used, budget=run.budget))  # fmt: skip
     if progress is not None and choices:  # pruned choices count as done, as in best_first
         done = len(choices) if not run.stop else run.solved + run.pruned
-        progress(done, len(choices), run.best[1].final_s if run.best else None)
+        progress(SearchProgress(done, len(choices), run.best[1].final_s if run.best else None,
+                                evaluations=run.used, budget=run.budget))  # fmt: skip
 
 
 def _out_of_budget(run: _Run) -> bool:
@@ -417,7 +419,7 @@ def _search_piece(run: _Run, piece: Spec, name: str, pinned: tuple, bound: float
         run.searched[id(r.evaluation)] = (name, r)
     run.methods.update(m for part in r.search.method.split("+")[1:] for m in part.split("/")
                        if m != "none")  # fmt: skip
-    if r.search.stopped_by:
+    if r.search.stopped_by and r.search.stopped_by != GAP_STOP:  # a gap stop: not exact, below
         run.stop = r.search.stopped_by
     exact = r.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
     if not exact or any(n.startswith("not proven") for n in r.search.notes):

@@ -16,6 +16,7 @@ tiered DRAM is handled by solving each bandwidth regime and keeping the better.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +99,7 @@ def assign_configs(
     seed: int = 0,
     anneal_iterations: int = 200,
     control: np.ndarray | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> Assignment:
     """Best configuration assignment for one lowered problem (see module docstring).
 
@@ -105,12 +107,15 @@ def assign_configs(
     "order-dp" (contiguous blocks of one topological order) or "anneal" (order DP inside
     simulated annealing over topological orders, seeded). ``control`` (``layout.Control``
     slots: deadline, evaluations each search may spend, stop flag) stops every search early;
-    the assignment is then ``stopped`` and not exhaustive.
+    the assignment is then ``stopped`` and not exhaustive. ``tick`` (progress display only)
+    is called between the jitted searches of a long assignment (each DRAM regime, each split
+    of the layered search, each annealing move); it must not change the search.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}. Got {method!r} instead.")
     if control is None:
         control = no_control()
+    tick = _no_tick if tick is None else tick
     n, nc = problem.num_kernels, problem.num_config
     if (fixed := problem.constants.fixed_config) or nc == 1:
         cfg = tuple(range(n)) if fixed else (0,) * n
@@ -133,8 +138,9 @@ def assign_configs(
         stats = new_stats()
         value, assign, used, exhaustive, bound = _solve_regime(
             problem, bw, live_cap, topo, allowed, stats, method, max_states, seed,
-            anneal_iterations, control,
+            anneal_iterations, control, tick,
         )  # fmt: skip
+        tick()
         stopped = bool(stats[Stat.STOPPED] > 0)
         total_evals += int(stats[Stat.EVALS])
         _keep_violations(viol, stats)
@@ -151,8 +157,12 @@ def assign_configs(
                       min(lb, best.value_ns), stopped)  # fmt: skip
 
 
+def _no_tick() -> None:
+    """No progress display."""
+
+
 def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_states, seed,
-                  anneal_iterations, control):  # fmt: skip
+                  anneal_iterations, control, tick=_no_tick):  # fmt: skip
     """The best assignment in one DRAM regime (bandwidth ``bw``, cap ``live_cap`` on T_c x
     live activation bytes): the exact search over order ideals (graphs of at most
     ``MAX_IDEAL_KERNELS`` kernels), and when it overflows its budget in "auto" (or is not
@@ -181,18 +191,19 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     value2, assign2 = math.inf, None
     stacked = layer_of(problem.names)[0].max(initial=0) >= 2
     if method == "auto":
-        value2, assign2 = _layered(problem, topo, allowed, bw, live_cap, stats, control)
+        value2, assign2 = _layered(problem, topo, allowed, bw, live_cap, stats, control, tick)
         used = "layered"
     small = n <= MAX_ANNEAL_KERNELS
     if stats[Stat.STOPPED] == 0 and (
         method != "auto" or (small and (not stacked or value2 == math.inf))
     ):  # order DP + annealing: asked for, or up to 128 kernels (stacked: when the split failed)
         value3, assign3 = _order(problem, topo, allowed, bw, live_cap, stats, control)
+        tick()
         used3 = "order-dp"
         if method in ("auto", "anneal") and anneal_iterations > 0:
             used3 = "anneal"
             value4, assign4 = _anneal(problem, topo, allowed, bw, live_cap, stats, value3, seed,
-                                      anneal_iterations, control)  # fmt: skip
+                                      anneal_iterations, control, tick)  # fmt: skip
             if value4 < value3:
                 value3, assign3 = value4, assign4
         if value3 < value2:
@@ -281,7 +292,7 @@ def _order(problem, order, allowed, bw, live_cap, stats, control):
     return float(value), assign
 
 
-def _layered(problem, topo, allowed, bw, live_cap, stats, control):
+def _layered(problem, topo, allowed, bw, live_cap, stats, control, tick=_no_tick):
     """The split of the composed order and of ``topo`` (``search/layered.py``), the better;
     with the relaxed read-side footprints when they may have hidden a better split."""
     best_value, best_assign = math.inf, None
@@ -290,10 +301,11 @@ def _layered(problem, topo, allowed, bw, live_cap, stats, control):
         if stacked and best_assign is not None:
             break  # stacked layers: the default order only when the composed one fails
         st = _fresh_stats(stats)
-        value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control)
+        tick()
+        value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control, tick)
         if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:
             st2 = _fresh_stats(stats)
-            relaxed, tmp = layered_split(problem, order, allowed, bw, live_cap, 1, st2, control)
+            relaxed, tmp = layered_split(problem, order, allowed, bw, live_cap, 1, st2, control, tick)
             st[Stat.EVALS] += st2[Stat.EVALS]
             st[Stat.STOPPED] = max(st[Stat.STOPPED], st2[Stat.STOPPED])
             if tmp is not None:
@@ -306,7 +318,8 @@ def _layered(problem, topo, allowed, bw, live_cap, stats, control):
     return best_value, best_assign
 
 
-def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, control):
+def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, control,
+            tick=_no_tick):  # fmt: skip
     """Simulated annealing over topological orders; each order scored by the order DP.
 
     Move: shift one kernel to another position inside the window its predecessors and
@@ -340,6 +353,7 @@ def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iter
         cand.pop(pos[k])
         cand.insert(target, k)
         value, assign = _order(problem, np.asarray(cand, dtype=np.int64), allowed, bw, live_cap, stats, control)
+        tick()
         if value < best_value:
             best_value, best_assign = value, assign
         if value < cur_value or (

@@ -55,14 +55,21 @@ from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.sharding_plan import ShardingPlans
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
-from dfsearch.search.strategies.base import AssignmentStrategy, OuterSpace, Pair, Progress
+from dfsearch.search.strategies.base import (
+    AssignmentStrategy,
+    OuterSpace,
+    Pair,
+    Progress,
+    SearchProgress,
+)
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
 from dfsearch.workloads import model_of
 
-__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "BOUND_LIMIT", "OPTUNA_TRIALS"]
+__all__ = ["search", "outer_sharding", "full_sharding", "SearchState", "Progress", "SearchProgress",
+           "BOUND_LIMIT", "OPTUNA_TRIALS", "GAP_STOP"]
 
 #: (shape, tile count, micro-batch size) pairs above which the "auto" outer strategy samples
 #: instead of bounding
@@ -73,6 +80,8 @@ OPTUNA_TRIALS = 300
 #: relative distance of the answer: a bound summed in another order than the answer's
 #: configurations differs in the last bits
 PROOF_REL_TOL = 1e-12
+#: ``stopped_by`` of a search that stopped at a proven gap within ``search.gap``
+GAP_STOP = "gap"
 
 
 @dataclass
@@ -105,6 +114,25 @@ class SearchState:
     sharding_cache: dict = field(default_factory=dict)
     #: the sharding problem's structure, shared by the solves on the spec's graph
     sharding_plans: ShardingPlans = field(default_factory=ShardingPlans)
+    progress: Progress | None = None  #: the caller's progress callback (display only)
+    total: int = 0  #: outer choices in the space
+    last_progress: SearchProgress | None = None  #: the last record sent
+
+    def relay(self, p: SearchProgress) -> None:
+        """Send a progress record (what outer strategies call) and keep it for ``tick``."""
+        self.last_progress = p
+        if self.progress is not None:
+            self.progress(p)
+
+    def tick(self) -> None:
+        """Between the jitted calls of a long assignment search or bounding loop: the last
+        record again with the evaluations counted so far, so that a display can move. It
+        changes nothing the search decides."""
+        if self.progress is None:
+            return
+        p = self.last_progress or SearchProgress(self.solved + self.pruned, self.total,
+                                                 budget=self.max_evaluations)  # fmt: skip
+        self.progress(replace(p, evaluations=self.evaluations))
 
     def offer(self, ev: Evaluation) -> bool:
         if ev.feasible and self.objective.value(ev) < self.best_value():
@@ -159,6 +187,19 @@ class SearchState:
     def note_outer_violation(self, pair: Pair) -> None:
         self.note_violation(_outer_violation(self.spec, pair), pair.placement)
 
+    def progress_record(self, done: int, total: int, frontier: float = math.inf) -> SearchProgress:
+        return _progress_record(self, done, total, frontier)
+
+    def gap_reached(self, frontier: float) -> bool:
+        gap = self.spec.search.gap
+        if gap <= 0 or self.best is None:
+            return False
+        reached = _gap(self.best_value(), min(self.open_bound, frontier))
+        if reached is not None and reached <= gap:
+            self.stop = GAP_STOP
+            return True
+        return False
+
 
 def search(
     spec: Spec,
@@ -207,15 +248,15 @@ def search(
     control = no_control()
     if limit:
         control[Control.DEADLINE] = t0 + limit
-    st = SearchState(spec, seed, budget, control, objective_of(spec), assignment)
+    st = SearchState(spec, seed, budget, control, objective_of(spec), assignment, progress=progress)
     method = outer.name
     total = 0
     with _ctrl_c_sets_flag(control):
         try:
             space = OuterSpace(tuple(_pair_space(spec, pinned)), tuple(_config_counts(spec)),
                                bound_limit=BOUND_LIMIT, trials=OPTUNA_TRIALS)  # fmt: skip
-            total = space.total
-            method = outer.explore(st, space, progress)
+            total = st.total = space.total
+            method = outer.explore(st, space, st.relay if progress is not None else None)
             if spec.search.joint_sharding and st.best is not None and not st.stop:
                 _joint_sharding(st)
         except KeyboardInterrupt:  # outside the main thread, or raised by a callback
@@ -334,6 +375,7 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
             if st.objective.latency_excess_ns(lb) > 0:  # no mapping meets the latency bound
                 status, viol = Status.LATENCY, st.objective.latency_excess_ns(lb)
         out.append(Pair(shape, t, sharding, bound, status, viol, mbs, pl))
+        st.tick()
     return out
 
 
@@ -359,7 +401,8 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c, p.placement)
     problem = lower(spec, outer)
     st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
-    a = st.assignment.assign(problem, seed=st.seed, control=st.control)
+    tick = st.tick if st.progress is not None else None
+    a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c), p.placement)
@@ -421,16 +464,41 @@ def _joint_sharding(st: SearchState) -> None:
     st.methods.add("joint-sharding")
 
 
+# --------------------------------------------------------------------------- progress
+def _gap(best: float, bound: float) -> float | None:
+    """(best - bound) / best, 0 when the bound meets the incumbent; None when either is
+    unknown (no incumbent, or a bound of 0: nothing proven)."""
+    if not (math.isfinite(best) and best > 0 and bound > 0):
+        return None
+    return max(0.0, (best - bound) / best) if math.isfinite(bound) else 0.0
+
+
+def _progress_record(st: SearchState, done: int, total: int, frontier: float) -> SearchProgress:
+    best = st.best_value()
+    bound = min(st.open_bound, frontier, best)
+    gap = _gap(best, bound)
+    bound_s = bound / 1e9 if (gap is not None and st.objective.kind.minimises_time) else None
+    return SearchProgress(
+        done=done, total=total, best_s=st.best.final_s if st.best is not None else None,
+        bound_s=bound_s, gap=gap, evaluations=st.evaluations, budget=st.max_evaluations,
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- result
 def _result(st: SearchState, method: str, total: int, seconds: float, interrupted: bool) -> RunResult:
     best = st.best
     bound = min(st.open_bound, st.best_value())
+    at_gap = st.stop == GAP_STOP  # a gap stop with a bound that meets the answer is a proof
     met = bound >= st.best_value() or (
-        not st.stop and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
+        (not st.stop or at_gap) and bound >= st.best_value() - PROOF_REL_TOL * abs(st.best_value()))
     status = RunStatus.of_search(found=best is not None, proven=met, interrupted=interrupted,
-                                 stopped=bool(st.stop))
+                                 stopped=bool(st.stop) and not at_gap)  # fmt: skip
     notes = []
-    if st.stop and not interrupted:
+    if at_gap:
+        notes.append(f"stopped at a proven gap of {_gap(st.best_value(), bound):.3%} "
+                     f"(search.gap {st.spec.search.gap:g}) after {st.solved + st.pruned} of "
+                     f"{total} outer choices")  # fmt: skip
+    elif st.stop and not interrupted:
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
     if status is RunStatus.INFEASIBLE and math.isfinite(bound):
         notes.append(_not_proven_infeasible(st, method))

@@ -212,12 +212,12 @@ def _new_cache(problem: Problem) -> np.ndarray:
     return np.full((problem.num_kernels, MAX_BLOCK), np.nan)
 
 
-def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
+def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control, tick=None):
     """Split ``order`` into configurations (``window_dp``). When the cheapest split needs more
     configurations than the problem has, two repairs, the better kept: merging adjacent
     blocks, cheapest increase first (``_merge_down``), and raising a price per block until
     the split fits, then bisecting it (``_priced``). Returns (summed II, assignment) or
-    (inf, None)."""
+    (inf, None). ``tick`` (progress display only) is called between the jitted splits."""
     cache = _new_cache(problem)  # the splits below share their block IIs
     value, block = _split_once(problem, order, bw, live_cap, relax, 0.0, stats, control, cache)
     if not math.isfinite(value):
@@ -227,7 +227,7 @@ def layered_split(problem, order, allowed, bw, live_cap, relax, stats, control):
         return value, cfg
     merged = _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats)
     priced = _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control,
-                     cache)  # fmt: skip
+                     cache, tick)  # fmt: skip
     return min(merged, priced, key=lambda r: r[0])
 
 
@@ -280,7 +280,8 @@ def _merge_down(problem, order, block, allowed, bw, live_cap, relax, stats):
     return float(sum(cost(i, j) for i, j in spans)), cfg
 
 
-def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control, cache):
+def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, control, cache,
+            tick=None):  # fmt: skip
     """The split with a price per block: grown x4 until the split fits, then bisected."""
     lo, hi, best = 0.0, value / max(problem.num_config, 1), (math.inf, None)
     blocks = int(block.max()) + 1
@@ -288,6 +289,8 @@ def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, c
         if stats[Stat.STOPPED] > 0:
             return math.inf, None
         v, blk = _split_once(problem, order, bw, live_cap, relax, hi, stats, control, cache)
+        if tick is not None:
+            tick()
         if not math.isfinite(v):
             return math.inf, None
         cfg = _configs(problem, blk, allowed)
@@ -305,6 +308,8 @@ def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, c
             break  # as good as the unconstrained split
         mid = 0.5 * (lo + hi)
         v, blk = _split_once(problem, order, bw, live_cap, relax, mid, stats, control, cache)
+        if tick is not None:
+            tick()
         cfg = _configs(problem, blk, allowed) if math.isfinite(v) else None
         if cfg is not None:
             hi = mid

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,12 +54,13 @@ class DPStrategy:
     def available(self) -> bool:
         return True
 
-    def assign(self, problem: Problem, *, seed: int, control: np.ndarray) -> Assignment:
+    def assign(self, problem: Problem, *, seed: int, control: np.ndarray,
+               tick: Callable[[], None] | None = None) -> Assignment:  # fmt: skip
         if stop_requested(control):
             return stopped_before_start(self.name)
         from dfsearch.search.assign import assign_configs
 
-        return assign_configs(problem, method=self.method, seed=seed, control=control)
+        return assign_configs(problem, method=self.method, seed=seed, control=control, tick=tick)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +89,14 @@ class CpSat:
         except (ImportError, ValueError):  # a stub module without a spec
             return False
 
-    def assign(self, problem: Problem, *, seed: int, control: np.ndarray) -> Assignment:
+    def assign(self, problem: Problem, *, seed: int, control: np.ndarray,
+               tick: Callable[[], None] | None = None) -> Assignment:  # fmt: skip
         if stop_requested(control):
             return stopped_before_start(self.name)
         from dfsearch.search.assign import assign_configs
         from dfsearch.search.exact import solve_exact
 
-        start = assign_configs(problem, method="order-dp", seed=seed, control=control)
+        start = assign_configs(problem, method="order-dp", seed=seed, control=control, tick=tick)
         if start.stopped or start.method == "forced":
             return start
         allowance = evaluation_allowance(control) - start.evaluations

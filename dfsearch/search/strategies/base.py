@@ -38,14 +38,34 @@ __all__ = [
     "OuterSpace",
     "Pair",
     "Progress",
+    "SearchProgress",
     "control_array",
     "stop_requested",
     "evaluation_allowance",
     "stopped_before_start",
 ]
 
-#: progress callback: (outer choices done, total, best final_s or None)
-Progress = Callable[[int, int, "float | None"], None]
+@dataclass(frozen=True, slots=True)
+class SearchProgress:
+    """Where a running search stands: what the progress callback receives after each outer
+    choice and, inside a long assignment search, every ``TICK_EVALUATIONS`` evaluations.
+
+    Every field is counted work or a value the search proved; none reads a clock."""
+
+    done: int  #: outer choices solved or pruned
+    total: int  #: outer choices in the space
+    best_s: float | None = None  #: the incumbent's final_s (None: no feasible mapping yet)
+    #: a lower bound of the objective of every mapping in s (time objectives only; None:
+    #: unknown, e.g. sampled outer choices)
+    bound_s: float | None = None
+    #: (best - bound) / best of the objective (None: either unknown); 0 = proven optimal
+    gap: float | None = None
+    evaluations: int = 0  #: configuration costings used so far
+    budget: int = 0  #: the work budget (``search.max_evaluations``; 0: not given)
+
+
+#: progress callback, called with a ``SearchProgress``
+Progress = Callable[[SearchProgress], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +126,11 @@ class AssignmentStrategy(Protocol):
         """Whether its optional dependencies are installed."""
         ...
 
-    def assign(self, problem: Problem, *, seed: int, control: np.ndarray) -> Assignment:
-        """The best assignment it finds for ``problem`` (see the class contract)."""
+    def assign(self, problem: Problem, *, seed: int, control: np.ndarray,
+               tick: Callable[[], None] | None = None) -> Assignment:  # fmt: skip
+        """The best assignment it finds for ``problem`` (see the class contract); ``tick``,
+        when given, is called between its jitted calls (progress display only: it must not
+        change the answer)."""
         ...
 
 
@@ -158,6 +181,16 @@ class OuterState(Protocol):
 
     def note_outer_violation(self, pair: Pair) -> None:
         """Record the violation of a pair that breaks an outer constraint."""
+        ...
+
+    def progress_record(self, done: int, total: int, frontier: float = math.inf) -> SearchProgress:
+        """The progress record after ``done`` of ``total`` outer choices; ``frontier`` bounds
+        the objective of the choices not yet solved (inf: none left or none known)."""
+        ...
+
+    def gap_reached(self, frontier: float) -> bool:
+        """True (and ``stop`` says "gap") once the incumbent is within ``search.gap`` of the
+        lower bound min(``open_bound``, ``frontier``) (never when ``search.gap`` is 0)."""
         ...
 
 

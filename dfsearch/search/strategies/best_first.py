@@ -5,12 +5,14 @@ count) goes into a heap ordered by bound, larger counts first at equal bounds. T
 solves the smallest bound and stops as soon as the next bound cannot beat the incumbent:
 everything left is pruned. A count is skipped when a solved larger count of the same pair
 dominates it (``state.dominating_value``). When every solved choice was solved exactly the
-run is proven optimal.
+run is proven optimal. With ``search.gap`` > 0 the loop also stops as soon as the incumbent
+is within that relative gap of the lowest open bound (``state.gap_reached``).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 from dfsearch.codes import Status
@@ -48,7 +50,7 @@ class BestFirst:
             if lb >= state.best_value():
                 state.pruned += len(heap)  # nothing left can beat the incumbent
                 break
-            if state.out_of_budget():
+            if state.gap_reached(lb) or state.out_of_budget():
                 state.open_bound = min(state.open_bound, lb)
                 break
             heapq.heappop(heap)
@@ -60,12 +62,9 @@ class BestFirst:
                 state.solve(p, c)
                 state.solved += 1
             if progress:
-                progress(state.solved + state.pruned, space.total, _best_s(state))
+                frontier = heap[0][0] if heap else math.inf
+                progress(state.progress_record(state.solved + state.pruned, space.total, frontier))
         if progress:
             done = space.total if not state.stop else state.solved + state.pruned
-            progress(done, space.total, _best_s(state))
+            progress(state.progress_record(done, space.total))
         return self.name
-
-
-def _best_s(state: OuterState) -> float | None:
-    return state.best.final_s if state.best is not None else None

@@ -59,7 +59,7 @@ class OptunaTPE:
             state.solved += 1
             study.tell(trial, value if math.isfinite(value) else 1e300)
             if progress:
-                progress(len(seen), space.total, state.best.final_s if state.best else None)
+                progress(state.progress_record(len(seen), space.total, 0.0))  # no bound
         state.open_bound = 0.0  # the outer choices are not bounded: never a proof
         return self.name
 
