@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import json
 import os
 import platform
@@ -128,8 +129,6 @@ def long_table(study_path: Path, folder: Path) -> None:
     """A finished table of every point of the study: the first point searched, the other
     rows copies of its row with their own point and axis values (so that their axis values
     check; their digests are the first row's, which a resume does not rebuild)."""
-    import csv
-
     from dfsearch.study.runner import sweep
     from dfsearch.study.study import load_study
     from dfsearch.study.table import cell_text, read_table
