@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dfsearch.codes import Dim
-from dfsearch.placement import Placement
+from dfsearch.system.placement import Placement
 
 __all__ = ["Decision"]
 
@@ -26,7 +26,7 @@ class Decision:
     configurations C (0 = max(config) + 1; it matters because the FWD/BWD rule depends on C
     and trailing configurations may be empty); ``par_lane``/``par_stage``: cores of every
     kernel in the cycle model (0 = chosen optimally by the evaluator); ``placement``: what
-    each network dimension carries (``dfsearch.placement``; None = the spec's fixed roles).
+    each network dimension carries (``dfsearch.system.placement``; None = the spec's fixed roles).
     """
 
     shape: tuple[int, ...]

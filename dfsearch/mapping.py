@@ -5,7 +5,7 @@ A mapping file is TOML or JSON (the JSON that ``dfsearch run --json`` writes is 
 ``shape``            list of network dimension sizes (may be omitted when every size is fixed);
                      fixed sizes must match the spec's, the product the chips per copy
 ``placement``        list, per dimension, of what it carries: "tp 4", "pp 4 x dp 2" (inner
-                     kind first), "none" (``dfsearch.placement``); required when the spec
+                     kind first), "none" (``dfsearch.system.placement``); required when the spec
                      leaves a dimension's parallelism to the search and several placements
                      fit the shape; otherwise it may only repeat the spec's roles
 ``micro_batch_size`` integer (default: the spec's, else 1)
@@ -27,17 +27,23 @@ from typing import Any
 
 from dfsearch.codes import Dim
 from dfsearch.cost.lower import effective_num_config, forced_config
-from dfsearch.cost.network import groups
 from dfsearch.cost.partition import kept_spec, partition_problem, plan_of
 from dfsearch.cost.stages import LABELS, members_of, piece_spec
 from dfsearch.decision import Decision
 from dfsearch.errors import Issue, SpecError
 from dfsearch.loader import parse_toml, read_text
-from dfsearch.placement import Placement, fixed_placement, has_searched_dims, parse_dim, searched
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import full_sharding
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.spec import Spec
+from dfsearch.system.placement import (
+    Placement,
+    fixed_placement,
+    has_searched_dims,
+    parse_dim,
+    searched,
+)
+from dfsearch.system.ratios import groups
 from dfsearch.workloads import model_of
 
 __all__ = ["load_mapping", "load_staged_mapping", "StagedMapping", "load_partitioned_mapping",

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from dfsearch.codes import ObjectiveKind, RunStatus
 from dfsearch.cost.model import Evaluation
-from dfsearch.placement import placement_texts
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Spec
+from dfsearch.system.placement import placement_texts
 from dfsearch.workloads.serving import serving_metrics
 
 if TYPE_CHECKING:

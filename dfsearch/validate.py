@@ -51,7 +51,7 @@ from dfsearch.spec import (
     Training,
     Workload,
 )
-from dfsearch.topology import KINDS, MAX_GRID_DIMS, allowed_network, kinds_of, network_name
+from dfsearch.system.kinds import KINDS, MAX_GRID_DIMS, allowed_network, kinds_of, network_name
 from dfsearch.workloads import WORKLOADS, model_of
 from dfsearch.workloads.llm import partitions_graph
 from dfsearch.workloads.speculative_rules import speculative_issues

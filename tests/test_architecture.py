@@ -178,7 +178,7 @@ LAYER_OF = {
     # the performance model and everything it reads: readers and checks of the input, the
     # graph, the system, the workload kinds, lowering and costing
     "io": "model", "loader": "model", "validate": "model", "pins": "model", "sanity": "model",
-    "kernels": "model", "topology": "model", "placement": "model", "system": "model",
+    "kernels": "model", "system": "model",
     "workloads": "model", "cost": "model", "decision": "model",
     # the single-phase search, the result it returns, its text form (which the plan kinds'
     # sections use too), why a mapping is infeasible and the mapping files it reads back

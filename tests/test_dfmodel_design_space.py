@@ -27,13 +27,13 @@ import pytest
 
 from dfsearch.codes import Dim, Equations, Topology
 from dfsearch.cost.model import evaluate
-from dfsearch.cost.network import a2a_factors
 from dfsearch.decision import Decision
 from dfsearch.io.dfmodel import load_dfmodel, load_dfmodel_file
 from dfsearch.loader import replace_field
 from dfsearch.search.engine import search
 from dfsearch.spec import NetworkDim
-from dfsearch.topology import KINDS, allowed_network
+from dfsearch.system.kinds import KINDS, allowed_network
+from dfsearch.system.ratios import a2a_factors
 
 DATA = Path(__file__).parent / "data" / "dfmodel" / "design_space"
 DS = Equations.DESIGN_SPACE

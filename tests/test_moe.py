@@ -30,7 +30,6 @@ from dfsearch.codes import (
     Status,
     Topology,
 )
-from dfsearch.cost import network
 from dfsearch.decision import Decision
 from dfsearch.errors import SpecError
 from dfsearch.kernels.generators import generate, llm_fwd, llm_fwdbwd
@@ -48,6 +47,7 @@ from dfsearch.spec import (
     System,
     Training,
 )
+from dfsearch.system import ratios as network
 from dfsearch.validate import validate_graph, validate_spec
 
 EXAMPLE = Path(dfsearch.__file__).parent / "examples" / "moe_layer.toml"

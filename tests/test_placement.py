@@ -20,21 +20,21 @@ import pytest
 
 from dfsearch.codes import Parallelism, RunStatus, Topology
 from dfsearch.cost.model import evaluate
-from dfsearch.cost.network import groups, llm_ratios
 from dfsearch.errors import SpecError
 from dfsearch.mapping import decision_to_mapping, load_mapping, mapping_to_toml
-from dfsearch.placement import (
+from dfsearch.quirks import Quirks
+from dfsearch.search import outer as outer_mod
+from dfsearch.search.engine import search
+from dfsearch.spec import NetworkDim
+from dfsearch.system.kinds import KINDS
+from dfsearch.system.placement import (
     Part,
     Placement,
     fixed_placement,
     parse_dim,
     placements,
 )
-from dfsearch.quirks import Quirks
-from dfsearch.search import outer as outer_mod
-from dfsearch.search.engine import search
-from dfsearch.spec import NetworkDim
-from dfsearch.topology import KINDS
+from dfsearch.system.ratios import groups, llm_ratios
 from dfsearch.validate import validate_spec
 
 from specs import random_spec

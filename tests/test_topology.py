@@ -1,4 +1,4 @@
-"""Network topology kinds (dfsearch/topology.py) and how networks compose them.
+"""Network topology kinds (dfsearch/system/kinds.py) and how networks compose them.
 
 Each kind's formulas are checked against their closed forms (docs/model.md, Network
 topologies); the mesh's assumptions are checked by building the line and the ring as graphs.
@@ -19,7 +19,6 @@ import pytest
 
 from dfsearch import api
 from dfsearch.codes import TOPOLOGY_VARIANTS, Equations, Parallelism, Topology
-from dfsearch.cost.network import a2a_factors, hbd_reduce_ratio, llm_ratios
 from dfsearch.cost.price import link_switch_counts
 from dfsearch.errors import SpecError
 from dfsearch.io.dfmodel import load_dfmodel
@@ -27,7 +26,7 @@ from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_toml_spec, replace_field
 from dfsearch.quirks import Quirks
 from dfsearch.spec import NetworkDim, Spec, System
-from dfsearch.topology import (
+from dfsearch.system.kinds import (
     KINDS,
     FullyConnected,
     Mesh,
@@ -37,6 +36,7 @@ from dfsearch.topology import (
     dfmodel_variant,
     network_name,
 )
+from dfsearch.system.ratios import a2a_factors, hbd_reduce_ratio, llm_ratios
 from dfsearch.validate import validate_spec
 
 RING, SWITCH, FC, MESH = Topology.RING, Topology.SWITCH, Topology.FC, Topology.MESH

@@ -57,7 +57,7 @@ from dfsearch.kernels.graph import (
 )
 from dfsearch.quirks import Quirks
 from dfsearch.spec import AUTO, Kernel, Spec
-from dfsearch.topology import KINDS
+from dfsearch.system.kinds import KINDS
 
 __all__ = ["RefResult", "reference_evaluate"]
 

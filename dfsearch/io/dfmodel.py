@@ -86,7 +86,7 @@ from dfsearch.spec import (
     System,
     Training,
 )
-from dfsearch.topology import KINDS
+from dfsearch.system.kinds import KINDS
 from dfsearch.validate import validate_spec
 
 __all__ = [

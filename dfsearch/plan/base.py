@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation
-from dfsearch.placement import Placement
 from dfsearch.result import PhaseResult, RunResult, SearchStats
 from dfsearch.search.strategies.base import Progress
 from dfsearch.spec import Spec, System
+from dfsearch.system.placement import Placement
 
 __all__ = ["Pool", "Phase", "Plan", "PlanKind", "Rule", "WeightedSum", "Max", "composed_status",
            "PROOF_REL_TOL"]

@@ -15,7 +15,6 @@ from typing import Any
 from dfsearch.codes import RunStatus, Status
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluation, evaluate, outer_status
-from dfsearch.cost.network import groups
 from dfsearch.cost.partition import (
     PartitionPlan,
     is_partitioned,
@@ -34,6 +33,7 @@ from dfsearch.search.objective import objective_of
 from dfsearch.search.strategies.base import Progress, SearchProgress
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
+from dfsearch.system.ratios import groups
 
 __all__ = ["PARTITION", "Partition", "PartitionSection", "search_partitioned"]
 

@@ -31,7 +31,6 @@ from typing import Any
 from dfsearch.codes import RunStatus
 from dfsearch.cost.model import Evaluation, evaluate
 from dfsearch.mapping import load_mapping
-from dfsearch.placement import Placement
 from dfsearch.plan.base import Phase, Plan, Pool, WeightedSum
 from dfsearch.report import format_seconds
 from dfsearch.result import PhaseResult, PlanSection, RunResult, SearchStats
@@ -39,6 +38,7 @@ from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import search
 from dfsearch.search.strategies.base import Progress
 from dfsearch.spec import Spec
+from dfsearch.system.placement import Placement
 from dfsearch.workloads.speculative import (
     draft_spec,
     expected_tokens,

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 
 from dfsearch.cost.lower import Problem
-from dfsearch.cost.network import groups, placement_key
 from dfsearch.cost.overlap import combine_overlap
-from dfsearch.placement import Placement, has_searched_dims
-from dfsearch.placement import placements as all_placements
 from dfsearch.spec import AUTO, Spec
+from dfsearch.system.placement import Placement, has_searched_dims
+from dfsearch.system.placement import placements as all_placements
+from dfsearch.system.ratios import groups, placement_key
 from dfsearch.workloads import model_of
 from dfsearch.workloads.base import divisors  # re-exported
 
@@ -75,7 +75,7 @@ def shapes(spec: Spec) -> list[tuple[int, ...]]:
 def placements(spec: Spec, shape: tuple[int, ...]) -> list[Placement | None]:
     """The parallelism placements searched on ``shape``: [None] (the spec's fixed roles) when
     every dimension's parallelism is given or the workload has no roles (a kind that does not
-    shard across chips: DLRM, HPL, FFT); else every placement ``dfsearch.placement``
+    shard across chips: DLRM, HPL, FFT); else every placement ``dfsearch.system.placement``
     enumerates that the workload admits (an LLM's PP <= num_layer), one per distinct
     ``network.placement_key`` (same degrees and group links: the same problem), the first
     of each in enumeration order."""

@@ -41,13 +41,13 @@ from dfsearch.workloads.network_rules import check_fixed_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
-    from dfsearch.cost.network import Groups
     from dfsearch.issues import IssueSink
     from dfsearch.kernels.graph import GraphStructure
-    from dfsearch.placement import Placement
     from dfsearch.quirks import Quirks
     from dfsearch.spec import Execution, Kernel, SearchSettings, Spec, System
     from dfsearch.system.fabric import Fabric
+    from dfsearch.system.placement import Placement
+    from dfsearch.system.ratios import Groups
 
 __all__ = [
     "WorkloadModel",

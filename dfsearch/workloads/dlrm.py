@@ -22,8 +22,8 @@ from dfsearch.workloads.base import (
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
-    from dfsearch.cost.network import Groups
     from dfsearch.spec import Execution, Spec
+    from dfsearch.system.ratios import Groups
 
 __all__ = ["DLRMWorkload", "DLRM"]
 

@@ -20,9 +20,9 @@ from dfsearch.codes import (
     WorkloadKind,
 )
 from dfsearch.cost import training
-from dfsearch.cost.network import groups
 from dfsearch.cost.training import recomputed, sequence_split
 from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
+from dfsearch.system.ratios import groups
 from dfsearch.workload_specs import LLMWorkload  # re-exported
 from dfsearch.workloads.base import (
     Batch,
@@ -38,10 +38,10 @@ from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
-    from dfsearch.cost.network import Groups
     from dfsearch.issues import IssueSink
-    from dfsearch.placement import Placement
     from dfsearch.spec import Kernel, Spec, System
+    from dfsearch.system.placement import Placement
+    from dfsearch.system.ratios import Groups
 
 __all__ = ["LLMWorkload", "LLM"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from dfsearch.codes import Parallelism
 from dfsearch.issues import IssueSink
-from dfsearch.placement import searched
+from dfsearch.system.placement import searched
 
 if TYPE_CHECKING:
     from dfsearch.spec import System
@@ -35,7 +35,7 @@ def _sizes_text(sizes: list[int]) -> str:
 
 
 def _check_partial_roles(s: IssueSink, par: tuple[Parallelism, ...]) -> None:
-    """With a dimension left to the search (``dfsearch.placement``), the fixed kinds may
+    """With a dimension left to the search (``dfsearch.system.placement``), the fixed kinds may
     stand in any order but each on one dimension only."""
     first: dict[Parallelism, int] = {}
     for i, p in enumerate(par):

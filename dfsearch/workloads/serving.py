@@ -53,10 +53,10 @@ from dfsearch.workloads.network_rules import check_searched_network
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
     from dfsearch.cost.model import Evaluation
-    from dfsearch.cost.network import Groups
     from dfsearch.issues import IssueSink
-    from dfsearch.placement import Placement
     from dfsearch.spec import Kernel, SearchSettings, Spec, System
+    from dfsearch.system.placement import Placement
+    from dfsearch.system.ratios import Groups
 
 __all__ = [
     "ServingWorkload",

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from dfsearch.codes import Dim, Status
     from dfsearch.cost.lower import Problem
     from dfsearch.cost.model import Evaluation
-    from dfsearch.placement import Placement
     from dfsearch.search.assign import Assignment
     from dfsearch.search.objective import Objective
     from dfsearch.spec import Spec
+    from dfsearch.system.placement import Placement
 
 __all__ = [
     "AssignmentStrategy",
@@ -80,7 +80,7 @@ class Pair:
     status: Status  #: infeasibility caused by the outer choices alone (OK otherwise)
     violation: float
     micro_batch_size: int = 1
-    #: what each dimension carries (``dfsearch.placement``); None: the spec's fixed roles
+    #: what each dimension carries (``dfsearch.system.placement``); None: the spec's fixed roles
     placement: Placement | None = None
 
 
