@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from dfsearch.codes import ExecutionModel, MemoryModel, RunStatus, ServingPhase
@@ -10,6 +11,7 @@ from dfsearch.cost.partition import is_partitioned
 from dfsearch.cost.stages import is_staged
 from dfsearch.explain import UNITS, violation_text
 from dfsearch.kernels.pieces import split_pieces
+from dfsearch.quirks import Quirks
 from dfsearch.result import RunResult
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Execution, Graph, Spec
@@ -105,8 +107,16 @@ def describe_spec(spec: Spec) -> list[str]:
         + f", word {ex.word_bytes} B, equations {ex.equations.label}"
         + (_realistic_text(ex) if ex.model is ExecutionModel.REALISTIC else ""),
     ]
+    lines += _quirks_line(spec.quirks)
     lines += [f"WARNING   {w.render()}" for w in spec_warnings(spec)]
     return lines
+
+
+def _quirks_line(quirks: Quirks) -> list[str]:
+    """The ``[quirks]`` switches set away from their defaults (nothing when none is)."""
+    changed = [f"{f.name} = {str(getattr(quirks, f.name)).lower()}" for f in fields(Quirks)
+               if getattr(quirks, f.name) != f.default]  # fmt: skip
+    return [f"quirks    {', '.join(changed)} (docs/spec.md, [quirks])"] if changed else []
 
 
 def _names(kernels: tuple[str, ...], width: int = 44) -> str:

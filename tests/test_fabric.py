@@ -310,3 +310,13 @@ def test_the_fabric_package_imports_only_data_modules_and_itself():
         if module == "system" or module.startswith("system."):
             outside = {t for t in targets if t not in allowed and not t.startswith("system")}
             assert outside == set(), (module, outside)
+
+
+def test_the_report_names_the_quirks_a_spec_flips():
+    from dfsearch.report import describe_spec
+
+    assert not any(line.startswith("quirks") for line in describe_spec(_gpt()))
+    flipped = describe_spec(_gpt("p2p_without_pipeline = true\nring_two_switch_ports = false"))
+    (line,) = [line for line in flipped if line.startswith("quirks")]
+    assert "p2p_without_pipeline = true" in line and "ring_two_switch_ports = false" in line
+    assert "half_volume_all_reduce" not in line  # left at its default
