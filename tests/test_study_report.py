@@ -228,3 +228,30 @@ def test_workload_names_from_their_sizes():
     assert names.workload_name(llm(12288, 96)) == "LLM training, 174B parameters"
     assert names.workload_name(HPLWorkload(n=1048576, b=2048)) == "HPL, n = 1,048,576"
     assert names.workload_name(FFTWorkload(length=2**40)) == "FFT, 2^40 points"
+
+
+def test_sweep_keeps_the_study_for_the_titles_and_report_reads_it(tmp_path):
+    """'dfsearch sweep' writes DIR/study.json (the workload and axes); 'dfsearch report' titles
+    its page and figures with them, and --study gives them for a folder without it."""
+    from tests.test_study_sweep import make_study
+
+    study = make_study(tmp_path, '[axes]\n"system.memory.dram_bw_GBps" = [100, 1555]\n', head='name = "bw"')
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["sweep", str(study), "-o", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    info = about.read_info(out)
+    assert info is not None and info.name == "bw" and info.points == 2
+    assert info.axes == (("system.memory.dram_bw_GBps", (100, 1555)),)
+    assert info.workload == "LLM training, 1.2B parameters"  # GPT-3 1.5B's layers: 12 x 2048^2 x 24 = 1.21e9
+    assert info.workload_detail.startswith("LLM: hidden 2048, ")
+    page_of = {}
+    for name, extra in (("saved", []), ("given", ["--study", str(study)])):
+        if name == "given":
+            (out / about.INFO_NAME).unlink()
+        dest = tmp_path / f"{name}.html"
+        r = CliRunner().invoke(app, ["report", str(out), "--html", str(dest), *extra])
+        assert r.exit_code == 0, r.output
+        page_of[name] = dest.read_text(encoding="ascii")
+        assert f"<h1>dfsearch study bw &#8212; {html.escape(info.workload)}</h1>" in page_of[name]
+        assert "<th>axis: DRAM bandwidth</th><td>100, 1,555</td>" in page_of[name]
+    assert page_of["saved"] == page_of["given"]

@@ -5,9 +5,14 @@
   infeasible cells are blank and marked "-".
 * ``breakdown``: per point, stacked bars of the compute, memory and network time of its
   configurations (sums over configurations, as fractions of their total).
-* ``pareto``: every feasible point by two objectives, the exact front highlighted.
+* ``pareto``: every feasible point by two objectives, the exact front highlighted, its best
+  point of each objective and its knee labelled (:func:`pareto_extremes`).
 * ``roofline``: the hierarchical roofline, GFLOP/s per chip against operational intensity
   over DRAM and over the network, one point per mapping, with each system's roofs.
+
+Labels are names people know (:mod:`dfsearch.study.names`: "H100", "2-D torus", "DRAM
+bandwidth (GB/s)", "TP8 PP128 DP1"), titles name the workload when given (``workload=``), and
+an axis or colour scale is logarithmic when its values span more than a decade (:func:`log_scale`).
 
 Each ``*_figure`` function returns a matplotlib ``Figure`` (Agg canvas, no display needed);
 ``save`` writes it. matplotlib is imported only here, only when a figure is made.
