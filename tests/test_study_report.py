@@ -255,3 +255,20 @@ def test_sweep_keeps_the_study_for_the_titles_and_report_reads_it(tmp_path):
         assert f"<h1>dfsearch study bw &#8212; {html.escape(info.workload)}</h1>" in page_of[name]
         assert "<th>axis: DRAM bandwidth</th><td>100, 1,555</td>" in page_of[name]
     assert page_of["saved"] == page_of["given"]
+
+
+def test_report_names_the_figures_a_one_axis_table_cannot_give(tmp_path):
+    """One axis: no heat map (it needs two), named with the reason; the Pareto plot is drawn."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "r" / "results.csv"
+    path.parent.mkdir()
+    with TableWriter(path, columns(["accelerator"])) as w:
+        for i, acc in enumerate(["h100", "tpu_v4", "wse2"]):
+            w.write({"point": i, "accelerator": acc, **_row(i, i % 2, 0, 0)})
+    out = tmp_path / "one.html"
+    assert CliRunner().invoke(app, ["report", str(path.parent), "--html", str(out)]).exit_code == 0
+    page = html.unescape(out.read_text(encoding="ascii"))
+    for m in html_report.HEATMAP_METRICS:
+        assert f"Heat map: {names.metric_title(m)}: not drawn: heatmap needs a table with at least 2 axes. Got 1 (accelerator)." in page
+    assert 'alt="Pareto plot: throughput, cost"' in page and "<th>TPU v4</th>" in page
+    assert "<p>Every point has a feasible mapping.</p>" in page

@@ -160,8 +160,10 @@ def _axis_summaries(header: Sequence[str], rows: Sequence[Mapping[str, Any]]) ->
             "best cost efficiency (GFLOP/s per $)"]  # fmt: skip
     for a in _axes(header):
         body = []
-        for v in dict.fromkeys(r[a] for r in rows):
-            mine = [r for r in rows if r[a] == v]
+        by_value: dict[Any, list[Mapping[str, Any]]] = {}
+        for r in rows:  # one pass per axis
+            by_value.setdefault(r[a], []).append(r)
+        for v, mine in by_value.items():
             ok = [r for r in mine if r["final_s"] is not None]
             util = [r["utilization"] for r in ok if r.get("utilization") is not None]
             eff = [r["cost_efficiency"] for r in ok if r.get("cost_efficiency") is not None]
