@@ -26,7 +26,7 @@ from typing import Any
 
 __all__ = [
     "axis_name", "axis_title", "value_name", "metric_name", "metric_unit", "metric_title",
-    "point_name", "parallelism", "workload_name", "number",
+    "point_name", "parallelism", "workload_name", "number", "tick",
 ]  # fmt: skip
 
 #: catalogue preset names (dfsearch.study.catalogue) -> the names of the chips, memories,
@@ -104,13 +104,30 @@ def axis_title(name: str) -> str:
 
 
 def number(value: float) -> str:
-    """A number in at most 4 significant digits, thousands separated (``1,482``, ``0.858``,
-    ``3.03e+06`` from a million on)."""
+    """A number for a table: from 1,000 on whole and thousands separated (``1,482``,
+    ``3,103,887,429``), below in at most 4 significant digits (``0.858``, ``71.36``).
+
+    >>> [number(v) for v in (0.0, 0.85771, 71.364, 1482.3, 3103887429.4, 2e18, 0.000123)]
+    ['0', '0.8577', '71.36', '1,482', '3,103,887,429', '2e+18', '0.000123']
+    """
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
-    if 1000 <= abs(value) < 1e6:
+    if 1000 <= abs(value) < 1e15:
         return f"{value:,.0f}"
     return f"{value:.4g}" if abs(value) >= 1e-3 else f"{value:.3g}"
+
+
+def tick(value: float) -> str:
+    """A tick label: SI prefixes from 10,000 on (``5M``, ``2G``), else at most 4 significant
+    digits (``0.005``, ``5000``).
+
+    >>> [tick(v) for v in (0.005, 500.0, 5000.0, 2e4, 5e6, 2e9)]
+    ['0.005', '500', '5000', '20k', '5M', '2G']
+    """
+    for prefix, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= max(size, 1e4):
+            return f"{value / size:.3g}{prefix}"
+    return f"{value:.4g}"
 
 
 def _bytes(value: float) -> str:

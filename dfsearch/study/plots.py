@@ -196,9 +196,20 @@ def heatmap_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], met
             text = "-" if math.isnan(v) else (f"{v:.0f}" if 100 <= abs(v) < 1e5 else f"{v:.3g}")
             dark = not math.isnan(v) and float(norm(v)) < 0.5
             ax.text(xi, yi, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
-    fig.colorbar(image, ax=fig.axes, label=names.metric_title(metric))
+    bar = fig.colorbar(image, ax=fig.axes, label=names.metric_title(metric))
+    if log_scale(values):
+        _plain_log_ticks(bar.ax.yaxis)
     fig.suptitle(_titled(workload, names.metric_title(metric)))
     return fig
+
+
+def _plain_log_ticks(axis: Any) -> None:
+    """Ticks at 1, 2, 5 x 10^k written as plain numbers (``0.02``, ``500``, ``5M``), not ``10^-2``."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: names.tick(v)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _norm(lo: float, hi: float, log: bool) -> Any:
@@ -323,10 +334,11 @@ def pareto_figure(header: Sequence[str], rows: Sequence[Mapping[str, Any]], obje
     ax.set_xlabel(names.metric_title(_OBJECTIVE_COLUMN[x_name]))
     ax.set_ylabel(names.metric_title(_OBJECTIVE_COLUMN[y_name]))
     logs = []
-    for name, setter in ((x_name, ax.set_xscale), (y_name, ax.set_yscale)):
+    for name, setter, axis in ((x_name, ax.set_xscale, ax.xaxis), (y_name, ax.set_yscale, ax.yaxis)):
         logs.append(log_scale([_objective_value(r, name) for r in feasible]))
         if logs[-1]:
             setter("log")
+            _plain_log_ticks(axis)
     ax.margins(0.08)
     ax.set_title(_titled(workload, f"{len(front)} of {len(feasible)} points on the Pareto front"))
     ax.grid(True, which="major", color="0.9", lw=0.6)
