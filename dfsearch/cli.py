@@ -804,7 +804,7 @@ def plot(
 @app.command("report")
 def report_cmd(
     results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
-    html_out: Annotated[Path, typer.Option("--html", metavar="PATH", help="The HTML file to write: one self-contained page (tables, figures as embedded PNG).")],
+    html_out: Annotated[Path, typer.Option("--html", metavar="PATH", help="The HTML file to write ('-' = stdout): one self-contained page (tables, figures as embedded PNG).")],
     study: Annotated[Optional[Path], typer.Option("--study", metavar="STUDY", help="The study file, for its workload and axes when the folder has no study.json (a sweep of an older version).")] = None,  # noqa: UP045
     objectives: Annotated[str, typer.Option("--objectives", metavar="OBJECTIVES", help="The Pareto set and plot: 2 or 3 of throughput, cost, power.")] = "throughput,cost",
 ) -> None:
@@ -820,6 +820,9 @@ def report_cmd(
         text = html_report.report_html(header, rows, info, names, str(folder))
     except DfsearchError as exc:
         raise _fail(exc) from None
+    if str(html_out) == "-":
+        sys.stdout.write(text)
+        return
     _write_file(html_out, text)
     typer.echo(f"wrote {html_out}")
 

@@ -91,7 +91,9 @@ def test_html_report_has_every_table_and_an_img_per_figure(tmp_path):
     images = re.findall(r'<img alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert [html.unescape(alt) for alt, _ in images] == captions
     assert all(len(data) > 1000 for _, data in images)
-    assert not re.search(r'(src|href)="(?!data:)', page) and "<script" not in page  # nothing to fetch
+    assert not re.search(r'(src|href)="(?!data:|#)', page) and "<script" not in page  # nothing to fetch
+    for anchor in re.findall(r'href="#([^"]+)"', page):
+        assert f'id="{anchor}"' in page
     # the summary: workload, counts, failures and why
     summary = _section(page, "summary-table")
     assert "DLRM: 600 tables" in summary and "<th>infeasible (failures)</th><td>1</td>" in summary
@@ -113,6 +115,8 @@ def test_report_is_the_same_twice_and_names_the_folder_without_study_json(tmp_pa
         assert CliRunner().invoke(app, ["report", str(folder), "--html", str(tmp_path / name)]).exit_code == 0
         pages.append((tmp_path / name).read_bytes())
     assert pages[0] == pages[1]
+    r = CliRunner().invoke(app, ["report", str(folder), "--html", "-"])  # to stdout
+    assert r.exit_code == 0 and r.stdout.encode("ascii") == pages[0]
     assert b"no study.json" in pages[0] and f"dfsearch study {folder}".encode() in pages[0]
 
 

@@ -49,6 +49,10 @@ figcaption { font-size: 0.9em; color: #555; }
 """
 
 
+_NAV = ('<nav><a href="#summary">Summary</a> | <a href="#best">Best points</a> | <a href="#pareto">Pareto set</a>'
+        ' | <a href="#axes">Per-axis summaries</a> | <a href="#figures">Figures</a></nav>')
+
+
 @dataclass(frozen=True, slots=True)
 class Figure:
     """A figure of the page: its caption and PNG bytes, or why it was not drawn."""
@@ -241,7 +245,7 @@ def report_html(header: Sequence[str], rows: Sequence[Mapping[str, Any]], info: 
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>{_esc(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
-        f"<h1>{_esc(heading)}</h1>",
+        f"<h1>{_esc(heading)}</h1>", _NAV,
         _summary(header, rows, info, source), _best(header, rows), _pareto(header, rows, objectives),
         _axis_summaries(header, rows), _figures(figures),
         f"<footer><p>Written by dfsearch {_esc(__version__)} (dfsearch report).</p></footer>", "</body>", "</html>", "",
