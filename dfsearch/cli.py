@@ -37,7 +37,7 @@ from dfsearch.result import SearchStats
 from dfsearch.search.strategies import ASSIGNMENT_STRATEGIES, OUTER_STRATEGIES
 from dfsearch.search.strategies.base import SearchProgress
 from dfsearch.spec import Graph
-from dfsearch.study import commands, plots
+from dfsearch.study import about, commands, html_report, plots
 from dfsearch.study.pareto import pareto_front, parse_objectives
 from dfsearch.study.study import load_study
 from dfsearch.validate import quote_list, seed_issue, strategy_issue
@@ -688,6 +688,10 @@ def sweep(
     except (runner.SweepInterrupted, KeyboardInterrupt) as exc:
         typer.echo(str(exc) or "interrupted; run the same command again to resume.", err=True)
         raise typer.Exit(130) from None
+    try:
+        about.write_info(output, about.info_of(s))  # the workload and axes, for plot and report
+    except DfsearchError as exc:
+        raise _fail(exc) from None
     data = summary.to_json()
     lines = commands.summary_lines(summary)
     if objectives:
@@ -781,18 +785,46 @@ def plot(
         raise typer.Exit(2)
     try:
         header, rows = commands.load_results(results, keep=plots.columns_of(kind, metric))
+        info = about.read_info(folder)
+        workload = info.workload if info is not None else None
         if kind == "heatmap":
-            fig = plots.heatmap_figure(header, rows, metric)
+            fig = plots.heatmap_figure(header, rows, metric, workload)
         elif kind == "breakdown":
-            fig = plots.breakdown_figure(header, rows)
+            fig = plots.breakdown_figure(header, rows, workload)
         elif kind == "roofline":
-            fig = plots.roofline_figure(header, rows)
+            fig = plots.roofline_figure(header, rows, workload)
         else:
-            fig = plots.pareto_figure(header, rows, names)
+            fig = plots.pareto_figure(header, rows, names, workload)
         plots.save(fig, dest)
     except (SpecError, SolverUnavailableError) as exc:
         raise _fail(exc) from None
     typer.echo(f"wrote {dest}")
+
+
+@app.command("report")
+def report_cmd(
+    results: Annotated[Path, typer.Argument(metavar="RESULTS", help="A results folder written by 'dfsearch sweep' (or its results.csv).")],
+    html_out: Annotated[Path, typer.Option("--html", metavar="PATH", help="The HTML file to write ('-' = stdout): one self-contained page (tables, figures as embedded PNG).")],
+    study: Annotated[Optional[Path], typer.Option("--study", metavar="STUDY", help="The study file, for its workload and axes when the folder has no study.json (a sweep of an older version).")] = None,  # noqa: UP045
+    objectives: Annotated[str, typer.Option("--objectives", metavar="OBJECTIVES", help="The Pareto set and plot: 2 or 3 of throughput, cost, power.")] = "throughput,cost",
+) -> None:
+    """Write one HTML page of a study: summary (workload, axes, points, failures and why), the
+    best points, the Pareto set, a summary per axis and the figures (embedded; they need
+    'pip install "dfsearch[plot]"', without it the page says so and keeps the tables)."""
+    names = _objectives(objectives, "--objectives")
+    _check_args(inputs=(commands.results_path(results), study), outputs={"--html": html_out})
+    folder = results if results.is_dir() else results.parent
+    try:
+        header, rows = commands.load_results(results)
+        info = about.info_of(load_study(study)) if study is not None else about.read_info(folder)
+        text = html_report.report_html(header, rows, info, names, str(folder))
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+    if str(html_out) == "-":
+        sys.stdout.write(text)
+        return
+    _write_file(html_out, text)
+    typer.echo(f"wrote {html_out}")
 
 
 @app.command()

@@ -45,10 +45,10 @@ def test_heatmap_panels_ticks_and_values(tmp_path):
     header, rows = read_table(fake_table(tmp_path))
     fig = plots.heatmap_figure(header, rows, "utilization")
     panels = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in panels] == ["memory=ddr", "memory=hbm"]
+    assert [ax.get_title() for ax in panels] == ["DDR", "HBM"]  # the catalogue's names
     for m, ax in enumerate(panels):
-        assert [t.get_text() for t in ax.get_xticklabels()] == TOPOS
-        assert [t.get_text() for t in ax.get_yticklabels()] == ACCS
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["2-D torus", "DGX-1", "DGX-2"]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["H100", "SN30"]
         assert (ax.get_xlabel(), ax.get_ylabel()) == ("topology", "accelerator")
         grid = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)
         for a in range(2):
@@ -76,7 +76,7 @@ def test_breakdown_bars_are_fractions(tmp_path):
         heights = [bars[k * n + i].get_height() for k in range(3)]
         assert heights == pytest.approx([r["compute_ns"] / total, r["memory_ns"] / total, r["network_ns"] / total])
     labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels[0] == "h100/torus2d/ddr" and "sn30/dgx2/ddr" not in labels
+    assert labels[0] == "H100, 2-D torus, DDR" and "SN30, DGX-2, DDR" not in labels
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute", "memory", "network"]
 
 
