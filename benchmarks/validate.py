@@ -62,6 +62,7 @@ PREFILL = (
     "trtllm-v05-h100-llama2-7b-ttft-isl128", "trtllm-v05-h100-llama2-7b-ttft-isl2048",
     "trtllm-v05-h100-llama2-70b-tp4-ttft-isl128", "trtllm-v05-h100-llama2-70b-tp4-ttft-isl2048",
     "trtllm-v05-a100-llama2-7b-ttft-isl2048", "trtllm-v05-a100-llama2-70b-tp4-ttft-isl2048",
+    "trtllm-v05-a100-llama2-7b-ttft-isl128", "trtllm-v05-a100-llama2-70b-tp4-ttft-isl128",
     "nim18-h100x2-llama33-70b-5000in-500out-c1",
 )
 DECODE = (
@@ -73,6 +74,13 @@ DECODE = (
 #: the anchors the fitted constant (the GEMM ceiling, ``presets.expand.GEMM_CEILING``) was
 #: chosen on; reported apart from the rest
 FIT_IDS = ("megatron21-t1-gpt-18p4b", "megatron21-t1-gpt-76p1b", "megatron21-t1-gpt-310p1b")
+#: the anchor the FP8 GEMM ceiling (``presets.expand.GEMM_CEILING_FP8``) was chosen on: the
+#: one compute-bound FP8 prefill of a single GPU (no collective, no launch-bound pass)
+FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",)
+#: engines whose generation attention kernel reads each KV head once per query head of its
+#: group: TensorRT-LLM before 0.7.1, whose release notes list "MMHA optimization for MQA and
+#: GQA" and "FP8 KV cache support for XQA kernel" (docs/source/release-notes.md)
+NO_GQA_DECODE_KERNEL = ("TensorRT-LLM v0.5", "TensorRT-LLM v0.6")
 SKIPPED = {
     "megatron21-t2-gpt3-175b-zero3-*": "ZeRO-3 without TP/PP: ZeRO stages are not modelled",
     "llama3-405b-*": "no global batch or micro-batch in the source; context parallelism",
@@ -170,12 +178,14 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
     tp, hidden, heads = c["TP"], m["hidden"], m["heads"]
     gated = m["ffn_hidden"] != 4 * hidden
     out = c["output_len"] if phase == "decode" else 1
+    per_head = phase == "decode" and str(c["framework"]).startswith(NO_GQA_DECODE_KERNEL)
     return (f'[workload]\nkind = "llm_serving"\nphase = "{phase}"\nhidden_dim = {hidden}\n'
             f'num_head = {heads}\nhead_dim = {hidden // heads}\nnum_kv_head = {m["kv_heads"]}\n'
             f'ffn_dim = {m["ffn_hidden"]}\ngated_ffn = {int(gated)}\nnum_layer = {m["layers"]}\n'
             f'prompt_len = {c["input_len"]}\noutput_len = {out}\nbatch_size = {batch}\n'
             f'max_batch_size = {max(batch, 256)}\n'
             f'[graph]\ngenerator = "llm-serving"\n{FUSED}'
+            + ("kv_per_query_head = true\n" if per_head else "")
             + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling))
 
 
@@ -243,11 +253,12 @@ def evaluate(runs: dict[str, dict], ids: tuple[str, ...], ceiling: float | None 
 def summary(rows: list[Row]) -> dict[str, dict[str, float]]:
     """Mean and max |error| per kind (realistic, DFModel), all runs and the non-fit ones."""
     out: dict[str, dict[str, float]] = {}
+    fit = FIT_IDS + FP8_FIT_IDS
     for kind in ("training", "prefill", "decode"):
-        held = [r for r in rows if r.id not in FIT_IDS]
+        held = [r for r in rows if r.id not in fit]
         splits = (("all", rows), ("held out", held)) if len(held) < len(rows) else (("all", rows),)
         for label, sel in splits:
-            if label == "held out" and all(r.id not in FIT_IDS for r in rows if r.kind == kind):
+            if label == "held out" and all(r.id not in fit for r in rows if r.kind == kind):
                 continue
             errs = [abs(r.error) for r in sel if r.kind == kind]
             base = [abs(r.dfmodel_error) for r in sel if r.kind == kind]
@@ -264,7 +275,7 @@ def format_table(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
             f"{'error':>7s} {'dfmodel':>9s} {'error':>7s}  source")
     lines = [head, "-" * len(head)]
     for r in rows:
-        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in FIT_IDS else "")
+        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in FIT_IDS + FP8_FIT_IDS else "")
         lines.append(f"{r.id + mark:52s} {r.kind:8s} {r.unit:11s} {r.measured:9.4g} "
                      f"{r.predicted:9.4g} {r.error:+7.1%} {r.dfmodel:9.4g} "
                      f"{r.dfmodel_error:+7.1%}  {r.source}")
@@ -283,7 +294,8 @@ def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     lines = ["| run | kind | unit | measured | realistic | error | DFModel eqs. | error |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS else "")
+        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS + FP8_FIT_IDS
+                                                    else "")
         lines.append(f"| {r.id}{mark} | {r.kind} | {r.unit} | {r.measured:.4g} | "
                      f"{r.predicted:.4g} | {r.error:+.1%} | {r.dfmodel:.4g} | "
                      f"{r.dfmodel_error:+.1%} |")
@@ -296,12 +308,12 @@ def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def fit_ceiling(runs: dict[str, dict]) -> float:
-    """The GEMM ceiling on ``FIT_GRID`` that minimises the mean |error| over ``FIT_IDS``."""
+def fit_ceiling(runs: dict[str, dict], ids: tuple[str, ...] = FIT_IDS) -> float:
+    """The GEMM ceiling on ``FIT_GRID`` that minimises the mean |error| over ``ids``."""
     best, best_err = FIT_GRID[0], math.inf
     for u in FIT_GRID:
         errs = []
-        for rid in FIT_IDS:
+        for rid in ids:
             _, meas, pred, _ = figure(runs[rid], "realistic", u)
             errs.append(abs(pred / meas - 1.0))
         err = sum(errs) / len(errs)
@@ -317,11 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the rows and the summary here")
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--fit", action="store_true",
-                    help="choose the GEMM ceiling on the fit anchors and print it (no table)")
+                    help="choose the GEMM ceilings (FP16/BF16, FP8) on their fit anchors and "
+                         "print them (no table)")
     args = ap.parse_args(argv)
     runs = {r["id"]: r for r in json.loads(DATA.read_text())}
     if args.fit:
         print(f"GEMM ceiling fitted on {', '.join(FIT_IDS)}: {fit_ceiling(runs)}")
+        print(f"FP8 GEMM ceiling fitted on {', '.join(FP8_FIT_IDS)}: "
+              f"{fit_ceiling(runs, FP8_FIT_IDS)}")
         return 0
     ids = TRAINING + PREFILL + DECODE
     if args.only:
@@ -333,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "rows": [{**r.__dict__, "error": r.error, "dfmodel_error": r.dfmodel_error}
-                     for r in rows], "summary": summ, "fit_ids": FIT_IDS}, indent=1))
+                     for r in rows], "summary": summ, "fit_ids": FIT_IDS + FP8_FIT_IDS},
+            indent=1))
     return 0
 
 

@@ -139,7 +139,7 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 #: Parameters that are 0/1 switches rather than sizes.
 _FLAGS = frozenset({"gated_ffn", "decode"})
 #: Parameters that are booleans (TOML ``true`` / ``false``; 0 / 1 accepted, as the CLI gives).
-_BOOLS = frozenset({"embedding", "lm_head", "fused_attention"})
+_BOOLS = frozenset({"embedding", "lm_head", "fused_attention", "kv_per_query_head"})
 
 
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
@@ -1082,7 +1082,7 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
                 decode: int, output_len: int = 1, num_kv_head: int | None = None,
                 ffn_dim: int | None = None, gated_ffn: int = 0,
                 kv_word: int | None = None, tokens: int = 1,
-                fused_attention: bool = False) -> Graph:
+                fused_attention: bool = False, kv_per_query_head: bool = False) -> Graph:
     """One transformer layer of an LLM serving step for ONE sequence (docs/model.md,
     "LLM serving"); the batch and the tensor parallelism are applied at lowering, never here.
 
@@ -1096,7 +1096,9 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     activation and attention score x t; the weights and the KV cache read once) attending
     over L + t - 1 positions (docs/model.md, "Speculative decoding"). ``fused_attention``
     (prefill): one causal fused attention kernel instead of the four unfused ones
-    (:func:`_fused_attention`).
+    (:func:`_fused_attention`). ``kv_per_query_head`` (decode): the generation attention
+    kernel reads each KV head once per query head of its group, so K_cache and V_cache read
+    a / g times their bytes (docs/model.md, "KV reads per query head").
 
     Parameters
     ----------
@@ -1116,6 +1118,9 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
         Decode: new tokens per sequence in the step (1: plain decode).
     fused_attention : bool, default False
         Prefill: ``FMHA`` replaces MHA_GEMM_1, SOFTMAX, DropOut_1 and MHA_GEMM_2.
+    kv_per_query_head : bool, default False
+        Decode: K_cache and V_cache carry a / g x the KV bytes as ``memory_bytes`` (an
+        engine without a grouped-query decode kernel); the KV cache held is unchanged.
 
     Returns
     -------
@@ -1149,6 +1154,7 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
               if kind is _GW}  # fmt: skip
     if decode:
         kv = x.g * x.d * (serving_context(prompt_len, output_len) + tokens - 1) * (kv_word or word)
+        kv *= x.a // x.g if kv_per_query_head else 1  # each query head reads its KV head
         memory |= {"K_cache": float(kv), "V_cache": float(kv)}
     kernels = tuple(_row_kernels(rows, _F, 1, Dim.N, memory))
     return Graph(kernels=kernels, connections=_connect_names(kernels, edges, zero))
@@ -1428,6 +1434,10 @@ GENERATORS: Mapping[str, Generator] = MappingProxyType({
                      "verification step)", 1, required=False),
         GeneratorParam("fused_attention", bool, "true (CLI: 1), prefill: one fused causal "
                                                 "attention kernel (FMHA) instead of four",
+                       False, required=False),
+        GeneratorParam("kv_per_query_head", bool, "true (CLI: 1), decode: the attention "
+                                                  "kernel reads each KV head once per query "
+                                                  "head (no grouped-query decode kernel)",
                        False, required=False),
     ), "one transformer layer of an LLM serving step for one sequence, weights and KV "
        "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated; fused attention: "
