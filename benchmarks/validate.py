@@ -11,8 +11,8 @@ Usage: ``python benchmarks/validate.py [--only ID[,ID...]] [--json PATH] [--mark
 Error = predicted / measured - 1 for a rate (TFLOP/s, tokens/s: negative = dfsearch predicts
 a slower run), and predicted / measured - 1 for a time (TTFT, ITL, seconds per iteration:
 negative = faster). The summary gives mean |error| and max |error| per kind, for the
-realistic model, separately for the anchors the constants were fitted on (``FIT_IDS``) and
-the other runs.
+realistic model, separately for the anchors the constants were fitted on (``FIT_IDS``,
+``FP8_FIT_IDS``) and the other runs.
 
 How each kind becomes a spec
 ----------------------------
@@ -29,10 +29,15 @@ How each kind becomes a spec
   latency.
 * decode: ``phase = "decode"`` with the run's batch (1 when the source gives none); the
   step attends over the mean context (input + half the output, docs/model.md "LLM
-  serving"); ITL = one step's latency; throughput = batch x output tokens / (prefill of the
-  batch + output x step), per GPU.
+  serving") in the engine's one generation attention kernel (``fused_attention`` again),
+  reading the KV cache once per query head on engines without a grouped-query decode kernel
+  (``kv_per_query_head``, ``NO_GQA_DECODE_KERNEL``); ITL = one step's latency; throughput =
+  batch x output tokens / (prefill of the batch + output x step), per GPU.
 
-FP8 runs use ``word_bytes = 1`` (the chip's FP8 peak), FP16/BF16 runs ``word_bytes = 2``. A
+FP8 runs use ``word_bytes = 1`` (the chip's FP8 peak and the preset's FP8 ceiling,
+``GEMM_CEILING_FP8``, fitted on ``FP8_FIT_IDS``), FP16/BF16 runs ``word_bytes = 2``. Serving
+specs take the preset's ``overlap = "compute_memory"`` (launches and TP collectives after
+each kernel). A
 mapping that does not fit in the GPU's HBM is evaluated again with unlimited DRAM (flagged
 ``*``): the comparison is of time.
 """
@@ -69,14 +74,21 @@ DECODE = (
     "trtllm-v061-h100-llama2-70b-tp2-bs64-2048in-2048out",
     "trtllm-v061-h100-llama2-70b-tp2-bs1024-128in-128out",
     "trtllm-v061-h100-llama2-7b-tp1-bs112-128in-2048out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs768-128in-128out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs80-2048in-128out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs48-2048in-2048out",
+    "trtllm-v061-h100-llama2-70b-tp4-bs480-128in-2048out",
+    "trtllm-v061-h100-llama2-70b-tp2-bs96-2048in-128out",
     "nim18-h100x2-llama33-70b-500in-2000out-c1",
 )
 #: the anchors the fitted constant (the GEMM ceiling, ``presets.expand.GEMM_CEILING``) was
 #: chosen on; reported apart from the rest
 FIT_IDS = ("megatron21-t1-gpt-18p4b", "megatron21-t1-gpt-76p1b", "megatron21-t1-gpt-310p1b")
-#: the anchor the FP8 GEMM ceiling (``presets.expand.GEMM_CEILING_FP8``) was chosen on: the
-#: one compute-bound FP8 prefill of a single GPU (no collective, no launch-bound pass)
-FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",)
+#: the anchors the FP8 GEMM ceiling (``presets.expand.GEMM_CEILING_FP8``) was chosen on: the
+#: compute-bound FP8 prefills that are not launch-bound short prompts, one per engine
+#: generation (TensorRT-LLM v0.5 on one H100, 2023; NIM 1.8 on 2 x H100, 2025)
+FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",
+               "nim18-h100x2-llama33-70b-5000in-500out-c1")
 #: engines whose generation attention kernel reads each KV head once per query head of its
 #: group: TensorRT-LLM before 0.7.1, whose release notes list "MMHA optimization for MQA and
 #: GQA" and "FP8 KV cache support for XQA kernel" (docs/source/release-notes.md)

@@ -164,3 +164,53 @@ def test_the_validation_decodes_of_pre_0_7_1_engines_read_the_kv_per_query_head(
     for rid in V.DECODE:
         text = V.serving_toml(runs[rid], "realistic", "decode", 8)
         assert ("kv_per_query_head = true" in text) == ("v061" in rid), rid
+
+
+# --------------------------------------------------------------------------- fused decode
+def test_fused_decode_attention_is_one_kernel_with_both_attention_gemms_flop_and_kv_reads():
+    """a = 8 heads of d = 16, g = 2 KV heads, w = 2; prompt 10, output 4: L = 12. The
+    unfused MHA_GEMM_1 + MHA_GEMM_2 are 2 x 2 a L d = 6,144 FLOP; MMHA (a, d, 2L, 1) is
+    2 x 8 x 16 x 24 = 6,144 too. Its memory_bytes are both caches, 2 x L g d w = 1,536
+    (x a / g = 6,144 read per query head). K_cache, V_cache, SOFTMAX and DropOut_1 are gone:
+    21 - 6 + 1 = 16 gated kernels; their 9 edges (K, V -> caches -> GEMMs, Q -> GEMM_1 ->
+    SOFTMAX -> DropOut_1 -> GEMM_2 -> PROJ) become MMHA's 4: 25 - 9 + 4 = 20."""
+    kw = dict(hidden=128, num_head=8, head_dim=16, word=2, prompt_len=10, decode=1,
+              output_len=4, num_kv_head=2, gated_ffn=1)
+    unfused, fused = llm_serving(**kw), llm_serving(**kw, fused_attention=True)
+    pair = [k for k in unfused.kernels if k.name in ("MHA_GEMM_1", "MHA_GEMM_2")]
+    assert sum(2 * k.outer * k.m * k.k * k.n for k in pair) == 6_144
+    (mmha,) = [k for k in fused.kernels if k.name == "MMHA"]
+    assert 2 * mmha.outer * mmha.m * mmha.k * mmha.n == 6_144
+    assert mmha.memory_bytes == 1_536.0
+    per_head = llm_serving(**kw, fused_attention=True, kv_per_query_head=True)
+    assert next(k for k in per_head.kernels if k.name == "MMHA").memory_bytes == 6_144.0
+    assert len(unfused.kernels) == 21 and len(fused.kernels) == 16
+    assert len(unfused.connections) == 25 and len(fused.connections) == 20
+    edges = {(c.src, c.dst) for c in fused.connections}
+    assert {("Q", "MMHA"), ("K", "MMHA"), ("V", "MMHA"), ("MMHA", "PROJ_GEMM")} <= edges
+    assert not any(c.zero_out for c in fused.connections)
+    weights = {k.name: k.memory_bytes for k in unfused.kernels if k.weight_bytes}
+    assert weights == {k.name: k.memory_bytes for k in fused.kernels if k.weight_bytes}
+
+
+def test_a_fused_decode_step_reads_the_same_kv_bytes_under_the_serving_model():
+    """The same Llama-2-7B decode step on one H100 (batch 8, context 1,024 + 64): the DRAM
+    bytes its KV kernels read per layer are 2 x 8 x 1,088 x 4,096 x 2 with either graph, so
+    only the kernel count (launches) and the attention kernels' own buffers differ."""
+    text = SERVING.format(extra="").replace('phase = "prefill"', 'phase = "decode"')
+    text = text.replace("prompt_len = 128\noutput_len = 1\nbatch_size = 1",
+                        "prompt_len = 1024\noutput_len = 128\nbatch_size = 8")
+    fused_text = text.replace("[system]", '[graph]\ngenerator = "llm-serving"\n'
+                                          "fused_attention = true\n[system]")
+    plain = load_toml_spec(text, file="d.toml", base_dir=ROOT)
+    fused = load_toml_spec(fused_text, file="d.toml", base_dir=ROOT)
+    outer = lambda s: Outer(shape=(1,), sharding=tuple(Dim.NO for _ in s.graph.kernels),  # noqa: E731
+                            micro_batch_size=8, num_tile=1, num_config=len(s.graph.kernels))
+    kv = 2 * 8 * 1_088 * 4_096 * 2
+    p_plain, p_fused = lower(plain, outer(plain)), lower(fused, outer(fused))
+    names_plain, names_fused = p_plain.names, p_fused.names
+    mem_plain = sum(p_plain.kernels.memory_bytes[i] for i, n in enumerate(names_plain)
+                    if n in ("K_cache", "V_cache"))
+    mem_fused = p_fused.kernels.memory_bytes[names_fused.index("MMHA")]
+    assert mem_plain == pytest.approx(kv, rel=1e-12)
+    assert mem_fused == pytest.approx(kv, rel=1e-12)
