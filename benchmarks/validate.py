@@ -11,8 +11,8 @@ Usage: ``python benchmarks/validate.py [--only ID[,ID...]] [--json PATH] [--mark
 Error = predicted / measured - 1 for a rate (TFLOP/s, tokens/s: negative = dfsearch predicts
 a slower run), and predicted / measured - 1 for a time (TTFT, ITL, seconds per iteration:
 negative = faster). The summary gives mean |error| and max |error| per kind, for the
-realistic model, separately for the anchors the constants were fitted on (``FIT_IDS``) and
-the other runs.
+realistic model, separately for the anchors the constants were fitted on (``FIT_IDS``,
+``FP8_FIT_IDS``) and the other runs.
 
 How each kind becomes a spec
 ----------------------------
@@ -29,10 +29,15 @@ How each kind becomes a spec
   latency.
 * decode: ``phase = "decode"`` with the run's batch (1 when the source gives none); the
   step attends over the mean context (input + half the output, docs/model.md "LLM
-  serving"); ITL = one step's latency; throughput = batch x output tokens / (prefill of the
-  batch + output x step), per GPU.
+  serving") in the engine's one generation attention kernel (``fused_attention`` again),
+  reading the KV cache once per query head on engines without a grouped-query decode kernel
+  (``kv_per_query_head``, ``NO_GQA_DECODE_KERNEL``); ITL = one step's latency; throughput =
+  batch x output tokens / (prefill of the batch + output x step), per GPU.
 
-FP8 runs use ``word_bytes = 1`` (the chip's FP8 peak), FP16/BF16 runs ``word_bytes = 2``. A
+FP8 runs use ``word_bytes = 1`` (the chip's FP8 peak and the preset's FP8 ceiling,
+``GEMM_CEILING_FP8``, fitted on ``FP8_FIT_IDS``), FP16/BF16 runs ``word_bytes = 2``. Serving
+specs take the preset's ``overlap = "compute_memory"`` (launches and TP collectives after
+each kernel). A
 mapping that does not fit in the GPU's HBM is evaluated again with unlimited DRAM (flagged
 ``*``): the comparison is of time.
 """
@@ -62,17 +67,32 @@ PREFILL = (
     "trtllm-v05-h100-llama2-7b-ttft-isl128", "trtllm-v05-h100-llama2-7b-ttft-isl2048",
     "trtllm-v05-h100-llama2-70b-tp4-ttft-isl128", "trtllm-v05-h100-llama2-70b-tp4-ttft-isl2048",
     "trtllm-v05-a100-llama2-7b-ttft-isl2048", "trtllm-v05-a100-llama2-70b-tp4-ttft-isl2048",
+    "trtllm-v05-a100-llama2-7b-ttft-isl128", "trtllm-v05-a100-llama2-70b-tp4-ttft-isl128",
     "nim18-h100x2-llama33-70b-5000in-500out-c1",
 )
 DECODE = (
     "trtllm-v061-h100-llama2-70b-tp2-bs64-2048in-2048out",
     "trtllm-v061-h100-llama2-70b-tp2-bs1024-128in-128out",
     "trtllm-v061-h100-llama2-7b-tp1-bs112-128in-2048out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs768-128in-128out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs80-2048in-128out",
+    "trtllm-v061-h100-llama2-7b-tp1-bs48-2048in-2048out",
+    "trtllm-v061-h100-llama2-70b-tp4-bs480-128in-2048out",
+    "trtllm-v061-h100-llama2-70b-tp2-bs96-2048in-128out",
     "nim18-h100x2-llama33-70b-500in-2000out-c1",
 )
 #: the anchors the fitted constant (the GEMM ceiling, ``presets.expand.GEMM_CEILING``) was
 #: chosen on; reported apart from the rest
 FIT_IDS = ("megatron21-t1-gpt-18p4b", "megatron21-t1-gpt-76p1b", "megatron21-t1-gpt-310p1b")
+#: the anchors the FP8 GEMM ceiling (``presets.expand.GEMM_CEILING_FP8``) was chosen on: the
+#: compute-bound FP8 prefills that are not launch-bound short prompts, one per engine
+#: generation (TensorRT-LLM v0.5 on one H100, 2023; NIM 1.8 on 2 x H100, 2025)
+FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",
+               "nim18-h100x2-llama33-70b-5000in-500out-c1")
+#: engines whose generation attention kernel reads each KV head once per query head of its
+#: group: TensorRT-LLM before 0.7.1, whose release notes list "MMHA optimization for MQA and
+#: GQA" and "FP8 KV cache support for XQA kernel" (docs/source/release-notes.md)
+NO_GQA_DECODE_KERNEL = ("TensorRT-LLM v0.5", "TensorRT-LLM v0.6")
 SKIPPED = {
     "megatron21-t2-gpt3-175b-zero3-*": "ZeRO-3 without TP/PP: ZeRO stages are not modelled",
     "llama3-405b-*": "no global batch or micro-batch in the source; context parallelism",
@@ -170,12 +190,14 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
     tp, hidden, heads = c["TP"], m["hidden"], m["heads"]
     gated = m["ffn_hidden"] != 4 * hidden
     out = c["output_len"] if phase == "decode" else 1
+    per_head = phase == "decode" and str(c["framework"]).startswith(NO_GQA_DECODE_KERNEL)
     return (f'[workload]\nkind = "llm_serving"\nphase = "{phase}"\nhidden_dim = {hidden}\n'
             f'num_head = {heads}\nhead_dim = {hidden // heads}\nnum_kv_head = {m["kv_heads"]}\n'
             f'ffn_dim = {m["ffn_hidden"]}\ngated_ffn = {int(gated)}\nnum_layer = {m["layers"]}\n'
             f'prompt_len = {c["input_len"]}\noutput_len = {out}\nbatch_size = {batch}\n'
             f'max_batch_size = {max(batch, 256)}\n'
             f'[graph]\ngenerator = "llm-serving"\n{FUSED}'
+            + ("kv_per_query_head = true\n" if per_head else "")
             + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling))
 
 
@@ -243,11 +265,12 @@ def evaluate(runs: dict[str, dict], ids: tuple[str, ...], ceiling: float | None 
 def summary(rows: list[Row]) -> dict[str, dict[str, float]]:
     """Mean and max |error| per kind (realistic, DFModel), all runs and the non-fit ones."""
     out: dict[str, dict[str, float]] = {}
+    fit = FIT_IDS + FP8_FIT_IDS
     for kind in ("training", "prefill", "decode"):
-        held = [r for r in rows if r.id not in FIT_IDS]
+        held = [r for r in rows if r.id not in fit]
         splits = (("all", rows), ("held out", held)) if len(held) < len(rows) else (("all", rows),)
         for label, sel in splits:
-            if label == "held out" and all(r.id not in FIT_IDS for r in rows if r.kind == kind):
+            if label == "held out" and all(r.id not in fit for r in rows if r.kind == kind):
                 continue
             errs = [abs(r.error) for r in sel if r.kind == kind]
             base = [abs(r.dfmodel_error) for r in sel if r.kind == kind]
@@ -264,7 +287,7 @@ def format_table(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
             f"{'error':>7s} {'dfmodel':>9s} {'error':>7s}  source")
     lines = [head, "-" * len(head)]
     for r in rows:
-        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in FIT_IDS else "")
+        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in FIT_IDS + FP8_FIT_IDS else "")
         lines.append(f"{r.id + mark:52s} {r.kind:8s} {r.unit:11s} {r.measured:9.4g} "
                      f"{r.predicted:9.4g} {r.error:+7.1%} {r.dfmodel:9.4g} "
                      f"{r.dfmodel_error:+7.1%}  {r.source}")
@@ -283,7 +306,8 @@ def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     lines = ["| run | kind | unit | measured | realistic | error | DFModel eqs. | error |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS else "")
+        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS + FP8_FIT_IDS
+                                                    else "")
         lines.append(f"| {r.id}{mark} | {r.kind} | {r.unit} | {r.measured:.4g} | "
                      f"{r.predicted:.4g} | {r.error:+.1%} | {r.dfmodel:.4g} | "
                      f"{r.dfmodel_error:+.1%} |")
@@ -296,12 +320,12 @@ def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def fit_ceiling(runs: dict[str, dict]) -> float:
-    """The GEMM ceiling on ``FIT_GRID`` that minimises the mean |error| over ``FIT_IDS``."""
+def fit_ceiling(runs: dict[str, dict], ids: tuple[str, ...] = FIT_IDS) -> float:
+    """The GEMM ceiling on ``FIT_GRID`` that minimises the mean |error| over ``ids``."""
     best, best_err = FIT_GRID[0], math.inf
     for u in FIT_GRID:
         errs = []
-        for rid in FIT_IDS:
+        for rid in ids:
             _, meas, pred, _ = figure(runs[rid], "realistic", u)
             errs.append(abs(pred / meas - 1.0))
         err = sum(errs) / len(errs)
@@ -317,11 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the rows and the summary here")
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--fit", action="store_true",
-                    help="choose the GEMM ceiling on the fit anchors and print it (no table)")
+                    help="choose the GEMM ceilings (FP16/BF16, FP8) on their fit anchors and "
+                         "print them (no table)")
     args = ap.parse_args(argv)
     runs = {r["id"]: r for r in json.loads(DATA.read_text())}
     if args.fit:
         print(f"GEMM ceiling fitted on {', '.join(FIT_IDS)}: {fit_ceiling(runs)}")
+        print(f"FP8 GEMM ceiling fitted on {', '.join(FP8_FIT_IDS)}: "
+              f"{fit_ceiling(runs, FP8_FIT_IDS)}")
         return 0
     ids = TRAINING + PREFILL + DECODE
     if args.only:
@@ -333,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "rows": [{**r.__dict__, "error": r.error, "dfmodel_error": r.dfmodel_error}
-                     for r in rows], "summary": summ, "fit_ids": FIT_IDS}, indent=1))
+                     for r in rows], "summary": summ, "fit_ids": FIT_IDS + FP8_FIT_IDS},
+            indent=1))
     return 0
 
 

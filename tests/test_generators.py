@@ -572,7 +572,7 @@ def test_registry_names_and_parameters():
                        "num_kv_head", "gated_ffn"],
         "llm-serving": ["hidden", "num_head", "head_dim", "word", "prompt_len", "decode",
                         "output_len", "num_kv_head", "ffn_dim", "gated_ffn", "kv_word",
-                        "tokens", "fused_attention"],
+                        "tokens", "fused_attention", "kv_per_query_head"],
         "dlrm": ["mlp_dim", "bottom_num_mlp", "top_num_mlp", "pooled_row", "row", "num_table",
                  "emb_dim", "micro_batch_size", "word"],
         "hpl": ["n", "b", "iteration", "word"],
@@ -583,7 +583,8 @@ def test_registry_names_and_parameters():
         assert isinstance(gen, Generator) and gen.name == name and gen.help
         assert [p.name for p in gen.params] == expected[name]
         assert all(isinstance(p, GeneratorParam) and p.help for p in gen.params)
-        assert all(p.type is (bool if p.name in ("embedding", "lm_head", "fused_attention")
+        assert all(p.type is (bool if p.name in ("embedding", "lm_head", "fused_attention",
+                                                 "kv_per_query_head")
                               else int)
                    for p in gen.params)
         sig = inspect.signature(gen.function).parameters
@@ -597,7 +598,8 @@ def test_registry_names_and_parameters():
     moe_optional = {(g, p, None) for g in ("llm", "llm-fwd") for p in ("num_expert", "top_k")}
     serving_optional = {("llm-serving", p, d) for p, d in (
         ("num_kv_head", None), ("ffn_dim", None), ("gated_ffn", 0), ("output_len", 1),
-        ("kv_word", None), ("tokens", 1), ("fused_attention", False))}  # fmt: skip
+        ("kv_word", None), ("tokens", 1), ("fused_attention", False),
+        ("kv_per_query_head", False))}  # fmt: skip
     assert optional == ({("hpl", "iteration", None), ("fft", "r", 2)} | llm_optional
                         | moe_optional | serving_optional
                         | {("llm", "layers", 1), ("llm-fwd", "layers", 1)}

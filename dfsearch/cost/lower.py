@@ -27,6 +27,7 @@ from dfsearch.codes import (
     ExecutionModel,
     ExecutionStyle,
     KernelKind,
+    Overlap,
 )
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.training import DramUse, recomputed
@@ -177,8 +178,11 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks | None = None) -> Problem:
     pf, batch_mult = model.pipeline(ctx)
     e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
     net = price_needs(ctx.fabric, model.network(ctx), n, len(e_b))
-    kcols, weight_total = _kernel_columns(ctx, net.exposed_tile_ns)
+    serial = _serial_realistic(spec.execution)
+    kcols, weight_total = _kernel_columns(ctx, net.exposed_tile_ns, serial)
     k_net_t, k_net_1, k_ar, e_net_t, e_ar = _network_columns(net, n, len(e_b))
+    if serial:  # launch and exposed collectives after the kernel, not under its HBM traffic
+        k_net_t = [a + b for a, b in zip(k_net_t, _serial_tile_ns(ctx, net.exposed_tile_ns))]
     k_chan = _channel_columns(net, n)
     ext = sum(k.dram_extra_bytes for k in g.kernels)
     dram = model.dram(ctx, weight_total, ext)
@@ -243,12 +247,34 @@ def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
     )  # fmt: skip
 
 
+def _serial_realistic(ex: Execution) -> bool:
+    """True when the realistic model charges each kernel's launch and exposed collectives
+    as a serial term (the network column) rather than in its compute time: under an
+    ``overlap`` that adds the network term after compute and memory (docs/model.md, "The
+    realistic execution model")."""
+    return ex.model is ExecutionModel.REALISTIC and ex.overlap is not Overlap.PERFECT
+
+
+def _serial_tile_ns(ctx: Lowering, exposed: list[float] | None) -> list[float]:
+    """Per kernel and tile: its launches (one per execution) plus its exposed collectives."""
+    launch = ctx.spec.execution.kernel_overhead_us * 1e3
+    runs = recomputed(ctx.spec)
+    v2 = ctx.spec.execution.equations is Equations.V2
+    out = []
+    for i, k in enumerate(ctx.spec.graph.kernels):
+        mult = (k.num_input if (k.num_input > 0 and not v2) else 1) * (2 if runs[i] else 1)
+        out.append(mult * launch + (exposed[i] if exposed is not None else 0.0))
+    return out
+
+
 def _kernel_columns(
-    ctx: Lowering, exposed: list[float] | None = None
+    ctx: Lowering, exposed: list[float] | None = None, serial: bool = False
 ) -> tuple[dict[str, np.ndarray], float]:
     """Cycle-model work (a, b, z), FLOP-model compute time, weight SRAM bytes and weight
     flags of every kernel, and the total weight bytes. ``exposed``: the realistic model's
-    per-kernel collective time per tile that adds to the compute time (None: DFModel's)."""
+    per-kernel collective time per tile that adds to the compute time (None: DFModel's).
+    ``serial``: the realistic model's launch and ``exposed`` are charged apart
+    (``_serial_tile_ns``), the compute time is the work alone."""
     spec, quirks = ctx.spec, ctx.quirks
     ex, acc = spec.execution, spec.system.accelerator
     v2 = ex.equations is Equations.V2
@@ -283,6 +309,9 @@ def _kernel_columns(
         k_z.append(z * mult)
         if cycle_model:
             k_tc.append(0.0)
+        elif serial:
+            k_tc.append(realistic_compute_ns(ex, acc, k.type, (sm, sk, sn), mult, simd=flop,
+                                             launch=False))  # fmt: skip
         elif exposed is not None:
             k_tc.append(realistic_compute_ns(ex, acc, k.type, (sm, sk, sn), mult, simd=flop)
                         + exposed[i])  # fmt: skip
@@ -324,18 +353,19 @@ def gemm_work_flop(sm: int, sk: int, sn: int, ex: Execution, cores: int) -> floa
 
 def realistic_compute_ns(
     ex: Execution, acc: Accelerator, typ: ComputeType, dims: tuple[int, int, int], mult: int,
-    *, simd: float,
+    *, simd: float, launch: bool = True,
 ) -> float:
     """One kernel's time per tile under the realistic model: ``mult`` executions, each the
-    launch overhead plus its work at ``compute_util`` x peak (a GEMM's quantised work, an
-    elementwise kernel's ``simd`` FLOP at the SIMD rate)."""
-    launch = ex.kernel_overhead_us * 1e3
+    launch overhead (unless ``launch`` is False: charged apart) plus its work at
+    ``compute_util`` x peak (a GEMM's quantised work, an elementwise kernel's ``simd`` FLOP
+    at the SIMD rate)."""
+    launch_ns = ex.kernel_overhead_us * 1e3 if launch else 0.0
     rate = ex.compute_util * acc.peak_gflops
     if typ is ComputeType.SIMD:
         work = simd / (rate / acc.systolic_height)
     else:
         work = gemm_work_flop(*dims, ex, acc.cores) / rate
-    return mult * (launch + work)
+    return mult * (launch_ns + work)
 
 
 def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:

@@ -139,7 +139,7 @@ def _connect(kernels: tuple[Kernel, ...], edges: list[tuple[int, int]],
 #: Parameters that are 0/1 switches rather than sizes.
 _FLAGS = frozenset({"gated_ffn", "decode"})
 #: Parameters that are booleans (TOML ``true`` / ``false``; 0 / 1 accepted, as the CLI gives).
-_BOOLS = frozenset({"embedding", "lm_head", "fused_attention"})
+_BOOLS = frozenset({"embedding", "lm_head", "fused_attention", "kv_per_query_head"})
 
 
 def _issues_positive(values: Mapping[str, object], path: str) -> list[Issue]:
@@ -1082,7 +1082,7 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
                 decode: int, output_len: int = 1, num_kv_head: int | None = None,
                 ffn_dim: int | None = None, gated_ffn: int = 0,
                 kv_word: int | None = None, tokens: int = 1,
-                fused_attention: bool = False) -> Graph:
+                fused_attention: bool = False, kv_per_query_head: bool = False) -> Graph:
     """One transformer layer of an LLM serving step for ONE sequence (docs/model.md,
     "LLM serving"); the batch and the tensor parallelism are applied at lowering, never here.
 
@@ -1094,9 +1094,9 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     carry the KV bytes one step reads, L x g x head_dim x ``kv_word`` each. ``tokens = t >
     1`` (decode): a speculative verification step, t new tokens per sequence (every
     activation and attention score x t; the weights and the KV cache read once) attending
-    over L + t - 1 positions (docs/model.md, "Speculative decoding"). ``fused_attention``
-    (prefill): one causal fused attention kernel instead of the four unfused ones
-    (:func:`_fused_attention`).
+    over L + t - 1 positions (docs/model.md, "Speculative decoding"). ``fused_attention``:
+    one fused attention kernel (prefill: causal, instead of four; decode: instead of six)
+    (:func:`_fused_attention`; decode: :func:`_fused_decode_attention`).
 
     Parameters
     ----------
@@ -1115,7 +1115,13 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
     tokens : int, default 1
         Decode: new tokens per sequence in the step (1: plain decode).
     fused_attention : bool, default False
-        Prefill: ``FMHA`` replaces MHA_GEMM_1, SOFTMAX, DropOut_1 and MHA_GEMM_2.
+        Prefill: ``FMHA`` replaces MHA_GEMM_1, SOFTMAX, DropOut_1 and MHA_GEMM_2. Decode:
+        ``MMHA`` replaces those four and K_cache, V_cache (its ``memory_bytes``: both
+        caches).
+    kv_per_query_head : bool, default False
+        Decode: the KV-cache kernels (K_cache and V_cache, or MMHA) carry a / g x the KV
+        bytes as ``memory_bytes`` (an engine without a grouped-query decode kernel); the KV
+        cache held is unchanged.
 
     Returns
     -------
@@ -1136,20 +1142,19 @@ def llm_serving(*, hidden: int, num_head: int, head_dim: int, word: int, prompt_
                   num_kv_head=num_kv_head, ffn_dim=ffn_dim, gated_ffn=gated_ffn, kv_word=kv_word,
                   tokens=tokens)
     x = _layer("llm-serving", params, 1 if decode else prompt_len)
+    ctx = serving_context(prompt_len, output_len) + tokens - 1 if decode else 0
     if not decode:
         rows = _llm_fwd_rows(x)
         edges, zero = _llm_fwd_edges(x.gated), frozenset()
         if fused_attention:
             rows, edges = _fused_attention(x, rows, edges)
     else:
-        ctx = serving_context(prompt_len, output_len) + tokens - 1
         rows = _kv_word_rows(_decode_rows(x, ctx, tokens), x.g * x.d * ctx * (kv_word or word))
         edges, zero = _decode_edges(x.gated), frozenset(_DECODE_KV_EDGES)
-    memory = {name: float(second or 0.0) for name, _, kind, _, _, second, _ in rows
-              if kind is _GW}  # fmt: skip
-    if decode:
-        kv = x.g * x.d * (serving_context(prompt_len, output_len) + tokens - 1) * (kv_word or word)
-        memory |= {"K_cache": float(kv), "V_cache": float(kv)}
+        if fused_attention:
+            rows, edges = _fused_decode_attention(x, rows, edges, ctx, tokens)
+            zero = frozenset()
+    memory = _serving_memory(x, rows, ctx, kv_word or word, fused_attention, kv_per_query_head)
     kernels = tuple(_row_kernels(rows, _F, 1, Dim.N, memory))
     return Graph(kernels=kernels, connections=_connect_names(kernels, edges, zero))
 
@@ -1169,6 +1174,39 @@ def _fused_attention(x: _Layer, rows: list[_Row], edges: list[_Edge]
     out = [fmha if r[0] == _UNFUSED_ATTENTION[0] else r for r in out]
     kept = [e for e in edges if not set(e) & set(_UNFUSED_ATTENTION)]
     return out, [*kept, ("Q", "FMHA"), ("K", "FMHA"), ("V", "FMHA"), ("FMHA", "PROJ_GEMM")]
+
+
+def _serving_memory(x: _Layer, rows: list[_Row], ctx: int, kv_word: int, fused: bool,
+                    per_query_head: bool) -> dict[str, float]:
+    """``memory_bytes`` of a serving layer: every weight GEMM its weight bytes; in decode
+    (``ctx`` > 0 cached positions) K_cache and V_cache ctx x g x d x ``kv_word`` each, or
+    ``MMHA`` both (``fused``), x a / g when each query head reads its KV head."""
+    memory = {name: float(second or 0.0) for name, _, kind, _, _, second, _ in rows
+              if kind is _GW}  # fmt: skip
+    if ctx:
+        kv = x.g * x.d * ctx * kv_word
+        kv *= x.a // x.g if per_query_head else 1
+        memory |= {"MMHA": 2.0 * kv} if fused else {"K_cache": float(kv), "V_cache": float(kv)}
+    return memory
+
+
+#: the decode kernels a serving engine's generation attention kernel runs as one
+_UNFUSED_DECODE = ("K_cache", "V_cache", "MHA_GEMM_1", "SOFTMAX", "DropOut_1", "MHA_GEMM_2")
+
+
+def _fused_decode_attention(x: _Layer, rows: list[_Row], edges: list[_Edge], ctx: int,
+                            t: int) -> tuple[list[_Row], list[_Edge]]:
+    """A serving engine's generation attention kernel (docs/model.md, "Fused attention"):
+    one ``MMHA`` kernel in place of K_cache, V_cache and the four attention kernels, a GEMM
+    of (a, d, 2 L, t): 4 a t d L FLOP, the two attention GEMMs' sum. It reads the new
+    tokens' Q (h t w) and the cached K and V (its ``memory_bytes``) and writes h t w; the
+    a t L scores stay on chip."""
+    kv = next(r[6] for r in rows if r[0] == "K_cache")  # L g d kv_word
+    hw = x.h * x.w * t
+    mmha: _Row = ("MMHA", _SYS, _GII, (x.a, x.d, 2 * ctx, t), hw, 2 * kv, hw)
+    out = [mmha if r[0] == "MHA_GEMM_2" else r for r in rows if r[0] not in _UNFUSED_DECODE[:5]]
+    kept = [e for e in edges if not set(e) & set(_UNFUSED_DECODE)]
+    return out, [*kept, ("Q", "MMHA"), ("K", "MMHA"), ("V", "MMHA"), ("MMHA", "PROJ_GEMM")]
 
 
 def _kv_word_rows(rows: list[_Row], kv_bytes: int) -> list[_Row]:
@@ -1427,11 +1465,16 @@ GENERATORS: Mapping[str, Generator] = MappingProxyType({
         _p("tokens", "decode: new tokens per sequence per step (> 1: a speculative "
                      "verification step)", 1, required=False),
         GeneratorParam("fused_attention", bool, "true (CLI: 1), prefill: one fused causal "
-                                                "attention kernel (FMHA) instead of four",
+                                                "attention kernel (FMHA) instead of four; "
+                                                "decode: one (MMHA) instead of six",
+                       False, required=False),
+        GeneratorParam("kv_per_query_head", bool, "true (CLI: 1), decode: the attention "
+                                                  "kernel reads each KV head once per query "
+                                                  "head (no grouped-query decode kernel)",
                        False, required=False),
     ), "one transformer layer of an LLM serving step for one sequence, weights and KV "
        "cache read from DRAM (prefill 18 kernels, decode 20; 19, 21 gated; fused attention: "
-       "prefill 15, 16 gated)"),
+       "prefill 15, 16 gated; decode 15, 16 gated)"),
     "dlrm": Generator("dlrm", dlrm, (
         _p("mlp_dim", "width of every MLP layer"),
         _p("bottom_num_mlp", "bottom MLP layers (the last one does the embedding exchange)"),

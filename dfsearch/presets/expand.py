@@ -107,17 +107,30 @@ def _expand_system(data: dict[str, Any], system: dict[str, Any], issues: list[Is
 #: modelled with their embedding and LM head (benchmarks/validate.py ``FIT_IDS``;
 #: docs/validation.md says how)
 GEMM_CEILING = 0.625
+#: the same for 1-byte (FP8) words, as a fraction of the FP8 peak: fitted on two FP8
+#: prefill anchors (benchmarks/validate.py ``FP8_FIT_IDS``; docs/validation.md says how)
+GEMM_CEILING_FP8 = 0.525
+#: workload kinds whose steps a GPU runs with nothing to overlap with a kernel's launch and
+#: tensor-parallel collectives: the realistic model defaults them to ``overlap =
+#: "compute_memory"`` (docs/model.md, "The realistic execution model")
+SERIAL_KINDS = ("llm_serving",)
 
 
 def _default_realistic(data: dict[str, Any]) -> None:
     """A spec that names a chip preset runs the realistic execution model unless it says
-    ``execution.model = "dfmodel"``; then ``compute_util`` defaults to ``GEMM_CEILING``."""
+    ``execution.model = "dfmodel"``; then ``compute_util`` defaults to ``GEMM_CEILING``
+    (``GEMM_CEILING_FP8`` with 1-byte words) and a serving step's ``overlap`` to
+    ``compute_memory`` (launches and collectives run after each kernel, ``SERIAL_KINDS``)."""
     execution = data.setdefault("execution", {})
     if not isinstance(execution, dict):
         return  # the loader reports it
     execution.setdefault("model", "realistic")
     if execution["model"] == "realistic":
-        execution.setdefault("compute_util", GEMM_CEILING)
+        fp8 = execution.get("word_bytes") == 1
+        execution.setdefault("compute_util", GEMM_CEILING_FP8 if fp8 else GEMM_CEILING)
+        workload = data.get("workload")
+        if isinstance(workload, dict) and workload.get("kind") in SERIAL_KINDS:
+            execution.setdefault("overlap", "compute_memory")
 
 
 def _hbm_bandwidth(data: dict[str, Any], chip: ChipPreset) -> float | None:
