@@ -305,6 +305,13 @@ class RunResult:
         }
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
         out["headline"] = self.headline()
+        t = self.spec.training
+        if t.searched and self.spec.graph.is_training:  # training choices the search made
+            out["training_choices"] = {
+                "recompute": t.recompute.label, "sequence_parallel": t.sequence_parallel,
+                "zero_stage": t.zero_stage, "interleave": t.interleave,
+                "searched": list(t.searched),
+            }  # fmt: skip
         if self.plan:
             out["plan"] = {"kind": self.plan, "phases": [p.to_json() for p in self.phases]}
         return out | self.section.to_json()

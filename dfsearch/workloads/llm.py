@@ -34,6 +34,12 @@ from dfsearch.workloads.base import (
     divisors,
     tiled_shard_dims,
 )
+from dfsearch.workloads.llm_schedule import (
+    gradient_needs,
+    interleave_issue,
+    p2p_crossings,
+    pipeline_with_interleave,
+)
 from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
@@ -153,13 +159,24 @@ class LLM(WorkloadModel):
         return not (tiered and mem.second_dram_bw_GBps > mem.dram_bw_GBps)
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
-        """The global batch must divide by micro-batch x DP."""
+        """The global batch must divide by micro-batch x DP; an interleaved schedule needs
+        a pipeline it fits (``llm_schedule.interleave_issue``)."""
 
         gb = spec.workload.global_batch_size
-        unit = outer.micro_batch_size * groups(spec.system, outer.shape, outer.placement).dp
+        grp = groups(spec.system, outer.shape, outer.placement)
+        unit = outer.micro_batch_size * grp.dp
         if outer.micro_batch_size < 1 or gb % unit != 0:
             return Status.DIVISIBILITY, float(gb % max(unit, 1))
+        if spec.training.interleave > 1:
+            off = interleave_issue(spec, self.batch(spec, outer, grp))
+            if off > 0:
+                return Status.DIVISIBILITY, off
         return Status.OK, 0.0
+
+    def pipeline(self, ctx: Lowering) -> tuple[float, float]:
+        """DFModel's rule, with interleaved 1F1B's smaller bubble and the realistic model's
+        textbook 1F1B bubble (``llm_schedule``)."""
+        return pipeline_with_interleave(ctx)
 
     # ------------------------------------------------------------------ lowering
     def shard_dims(
@@ -192,8 +209,9 @@ class LLM(WorkloadModel):
         wl = spec.workload
         sent = 2.0 * wl.hidden_dim * wl.seq_len * ctx.word if spec.graph.is_training else 0.0
         # per model layer, however many layers one graph holds
+        crossings = p2p_crossings(spec, ctx.groups.pp)  # interleaved 1F1B: more boundaries
         needs.append(CollectiveNeed(Collective.POINT_TO_POINT, sent, Parallelism.PP,
-                                    NetworkTerm.PIPELINE, count=wl.num_layer))  # fmt: skip
+                                    NetworkTerm.PIPELINE, count=wl.num_layer * crossings))  # fmt: skip
         split = spec.training.sequence_parallel and spec.graph.is_training
         return NetworkNeeds(tuple(needs), split_all_reduce=split, all_reduce_latency=True)
 
@@ -358,6 +376,8 @@ def kernel_collectives(ctx: Lowering) -> list[CollectiveNeed]:
         count = 2.0 if runs[i] else 1.0  # a recomputed kernel's collective runs again too
         if typ in (Collective.ALL_REDUCE, Collective.ALL_TO_ALL, Collective.ALL_GATHER):
             out.append(CollectiveNeed(typ, by, tp, tile, i, count=count))
+        elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0 and k.num_expert == 0:
+            out += gradient_needs(ctx, i, by, nmb)  # the ZeRO stage's DP traffic
         elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
             # MoE: E / EP experts' gradients over DP / EP replicas (experts > 0)
             out.append(CollectiveNeed(typ, by, dp, once, i, per=nmb, experts=k.num_expert))
