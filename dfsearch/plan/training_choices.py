@@ -69,8 +69,9 @@ class _Tried:
 
 def _dominates(spec: Spec) -> bool:
     """Whether less recomputation and a lower ZeRO stage are never slower (docstring)."""
+    plain = replace(spec, training=replace(spec.training, zero_stage=0))  # the DRAM tiers only
     return (spec.search.objective.minimises_time
-            and model_of(spec.workload).smallest_micro_batch_wins(spec))
+            and model_of(spec.workload).smallest_micro_batch_wins(plain))
 
 
 def run_choices(spec: Spec, run_one: Callable[[Spec], RunResult]) -> RunResult:

@@ -148,7 +148,10 @@ class LLM(WorkloadModel):
         execution), and the DRAM footprint fixed + m x live activations, which only grows:
         capacities are loosest and every time term smallest at the smallest m, except that
         overflowing the first DRAM tier switches to the capacity-weighted blend of the two
-        bandwidths, which is faster when the second tier is."""
+        bandwidths, which is faster when the second tier is. ZeRO stages 2 and 3 move data
+        per micro-batch, less per sequence with a larger one: then False too."""
+        if training.zero_stage(spec) >= 2:  # traffic per micro-batch: a larger one moves less
+            return False
         mem = spec.system.memory
         # the tier exists as ``cost.lower`` lowers it: v1/legacy, a finite first tier
         tiered = (
@@ -170,7 +173,7 @@ class LLM(WorkloadModel):
         if spec.training.interleave > 1:
             off = interleave_issue(spec, self.batch(spec, outer, grp))
             if off > 0:
-                return Status.DIVISIBILITY, off
+                return Status.SCHEDULE, off
         return Status.OK, 0.0
 
     def pipeline(self, ctx: Lowering) -> tuple[float, float]:
