@@ -263,6 +263,9 @@ def spec_to_data(value: Any) -> Any:
             _training_data(value, out)
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
+            if value.execution.model is codes.ExecutionModel.REALISTIC:  # left out = searched
+                for name in TRAINING_CHOICES:
+                    out["training"].setdefault(name, spec_to_data(getattr(value.training, name)))
             if value.quirks.is_default:  # as a file without [quirks] (study digests keep)
                 del out["quirks"]
         return out

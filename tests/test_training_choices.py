@@ -213,3 +213,64 @@ def test_zero3_traffic_is_spread_over_the_passes_it_overlaps():
         big = max(fwd, key=lambda i: kernels[i].flop)
         share = kernels[big].flop / sum(kernels[i].flop for i in fwd)
         assert once[big] == pytest.approx(share * ag / m, rel=1e-9)
+
+
+def test_a_mapping_file_carries_the_chosen_training_choices(tmp_path):
+    """``run --mapping-out`` records the choices the search made; ``eval`` applies them and
+    reproduces the run's time."""
+    from typer.testing import CliRunner
+
+    from dfsearch.cli import app
+
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(SMALL.format(training='recompute = "auto"\ninterleave = "auto"\n',
+                                      memory=""))
+    out = tmp_path / "m.toml"
+    runner = CliRunner()
+    r = runner.invoke(app, ["run", str(spec_file), "-q", "--mapping-out", str(out),
+                            "--json", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "[training]" in text and "interleave = 2" in text
+    e = runner.invoke(app, ["eval", str(spec_file), "--mapping", str(out),
+                            "--json", str(tmp_path / "e.json")])
+    assert e.exit_code == 0, e.output
+    import json
+
+    ran = json.loads((tmp_path / "r.json").read_text())
+    got = json.loads((tmp_path / "e.json").read_text())
+    assert got["final_s"] == ran["final_s"]
+    assert ran["training_choices"]["interleave"] == 2
+    report = runner.invoke(app, ["eval", str(spec_file), "--mapping", str(out)])
+    assert "interleave 2" in report.output  # the memory line names the applied choice
+
+
+def test_optimal_only_when_every_candidate_is_proven():
+    """Searched to the end, every candidate is proven (or bounded out by a proven one) and
+    the run is optimal with its bound at its value; when one candidate that was searched is
+    not proven, neither is the run."""
+    from dataclasses import replace
+
+    from dfsearch.codes import RunStatus
+    from dfsearch.plan import run as plan_run
+    from dfsearch.plan.training_choices import run_choices
+
+    spec = _spec('recompute = "auto"\nzero_stage = "auto"\ninterleave = 1\n'
+                 'sequence_parallel = false\n', memory="[system.memory]\ndram_bytes = 1\n")
+    spec = dfsearch.replace(spec, "system.memory.dram_bytes", 0)  # unlimited
+    full = plan_run(spec)
+    assert full.status is RunStatus.OPTIMAL
+    assert full.search.lower_bound_s == pytest.approx(full.evaluation.final_s, rel=1e-9)
+    seen = []
+
+    def unproven_first(one):
+        r = plan_run(replace(one, training=replace(one.training, searched=())))
+        seen.append((one.training.recompute, one.training.zero_stage))
+        if len(seen) == 1:  # the first candidate searched: not proven
+            r = replace(r, search=replace(r.search, status=RunStatus.FEASIBLE_NOT_PROVEN))
+        return r
+
+    cut = run_choices(spec, unproven_first)
+    assert seen == [(Recompute.NONE, 0)]  # it bounds every other candidate out
+    assert cut.status is RunStatus.FEASIBLE_NOT_PROVEN
+    assert "not proven over every candidate" in cut.search.notes[-1]

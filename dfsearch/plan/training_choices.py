@@ -79,7 +79,7 @@ def run_choices(spec: Spec, run_one: Callable[[Spec], RunResult]) -> RunResult:
     the composed status and a note naming the choices."""
     vals = candidate_values(spec)
     dominance = _dominates(spec)
-    tried: list[RunResult] = []
+    tried: dict[tuple, RunResult] = {}
     proven, skipped = True, 0
     for sp, v in product(vals["sequence_parallel"], vals["interleave"]):
         block: list[_Tried] = []
@@ -96,28 +96,43 @@ def run_choices(spec: Spec, run_one: Callable[[Spec], RunResult]) -> RunResult:
             res = run_one(replace(spec, training=training))
             proven &= res.status in (RunStatus.OPTIMAL, RunStatus.INFEASIBLE)
             block.append(_Tried((ri, zi), res))
-            tried.append(res)
-    return _compose(spec, tried, proven, skipped)
+            tried[sp, v, r, z] = res
+    # the candidate that needs the least memory: most recomputation, highest ZeRO stage,
+    # sequence parallelism if tried, no interleaving
+    loosest = (vals["sequence_parallel"][-1], vals["interleave"][0], vals["recompute"][-1],
+               vals["zero_stage"][-1])
+    return _compose(spec, tried, loosest, (proven, skipped))
 
 
-def _compose(spec: Spec, tried: list[RunResult], proven: bool, skipped: int) -> RunResult:
-    """The winner among ``tried`` with the run's status; with none feasible, the result of
-    the candidate that needs the least memory (the last tried) names the binding
-    constraint."""
+def _compose(spec: Spec, tried: dict[tuple, RunResult], loosest: tuple,
+             how: tuple[bool, int]) -> RunResult:
+    """The winner among ``tried`` with the run's status and a lower bound over every
+    candidate (a bounded-out one is no faster than the one that bounded it); with none
+    feasible, the result of the ``loosest`` candidate (the least memory) names the binding
+    constraint. ``how``: (every candidate proven, how many were bounded out)."""
+    proven, skipped = how
     objective = objective_of(spec)
-    feasible = [r for r in tried if r.evaluation is not None]
+    results = list(tried.values())
+    feasible = [r for r in results if r.evaluation is not None]
     note = (f"training choices searched: {', '.join(spec.training.searched)}; "
-            f"{len(tried)} candidates searched, {skipped} bounded out")
+            f"{len(results)} candidates searched, {skipped} bounded out")
     if not feasible:
-        best = tried[-1]
-        return replace(best, search=replace(best.search, notes=(*best.search.notes, note)))
+        worst = tried.get(loosest, results[-1])
+        return replace(worst, search=replace(worst.search, notes=(*worst.search.notes, note)))
     best = min(feasible, key=lambda r: objective.value(r.evaluation))  # first of equals
     status = best.status
     if status is RunStatus.OPTIMAL and not proven:
-        stopped = any(r.status is RunStatus.STOPPED_BY_LIMIT for r in tried)
+        stopped = any(r.status is RunStatus.STOPPED_BY_LIMIT for r in results)
         status = RunStatus.STOPPED_BY_LIMIT if stopped else RunStatus.FEASIBLE_NOT_PROVEN
     if not proven:
         note += "; not proven over every candidate"
-    search = replace(best.search, status=status, notes=(*best.search.notes, note),
-                     evaluations=sum(r.search.evaluations for r in tried))
+    bounded = [r for r in results if r.status is not RunStatus.INFEASIBLE]
+    seconds = [r.search.lower_bound_s for r in bounded]
+    values = [r.search.lower_bound for r in bounded]
+    search = replace(
+        best.search, status=status, notes=(*best.search.notes, note),
+        evaluations=sum(r.search.evaluations for r in results),
+        lower_bound_s=None if None in seconds else min(seconds),
+        lower_bound=None if None in values else min(values),
+    )  # fmt: skip
     return replace(best, search=search)
