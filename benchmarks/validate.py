@@ -62,6 +62,8 @@ TRAINING = (
     "megatron21-t1-gpt-1008b", "megatron21-t2-gpt3-175b-ptdp-384gpu",
     "megatron21-t2-gpt3-175b-ptdp-768gpu", "megatron21-t2-gpt3-175b-ptdp-1536gpu",
     "mtnlg-530b-2240gpu", "mtnlg-530b-2800gpu", "mtnlg-530b-3360gpu",
+    "megatron21-t2-gpt3-175b-zero3-384gpu", "megatron21-t2-gpt3-175b-zero3-768gpu",
+    "megatron21-t2-gpt3-175b-zero3-1536gpu",
 )
 PREFILL = (
     "trtllm-v05-h100-llama2-7b-ttft-isl128", "trtllm-v05-h100-llama2-7b-ttft-isl2048",
@@ -94,7 +96,6 @@ FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",
 #: GQA" and "FP8 KV cache support for XQA kernel" (docs/source/release-notes.md)
 NO_GQA_DECODE_KERNEL = ("TensorRT-LLM v0.5", "TensorRT-LLM v0.6")
 SKIPPED = {
-    "megatron21-t2-gpt3-175b-zero3-*": "ZeRO-3 without TP/PP: ZeRO stages are not modelled",
     "llama3-405b-*": "no global batch or micro-batch in the source; context parallelism",
     "nemo2407-*": "FP8 Transformer Engine (mixed FP8/BF16 kernels) and recomputation not "
                   "stated; left for the next slice",
@@ -166,20 +167,42 @@ def _system(run: dict, chips: int, dims: str, model: str, ceiling: float | None)
             '[search]\nseed = 0\n')
 
 
+def _parallel(run: dict) -> tuple[int, int, int]:
+    """(TP, PP, DP) of a training run; a ZeRO-3 run "without model parallelism" (the
+    scheme Megatron-LM's Table 2 compares against) is DP over every GPU."""
+    c = run["config"]
+    if "TP" not in c and c.get("zero_stage") == 3:
+        return 1, 1, run["system"]["gpu_count"]
+    return c["TP"], c["PP"], c["DP"]
+
+
+def _schedule(run: dict) -> str:
+    """The [training] choices the run states: ZeRO stage (0 when the source gives none),
+    no sequence parallelism (none of these runs used it); the interleave degree left to
+    the search where the source says the interleaved schedule ran without giving its
+    degree (Megatron-LM SC'21 Table 1), 1 otherwise (DeepSpeed's pipeline and ZeRO-3 have
+    no interleaving; Table 2 names none)."""
+    c = run["config"]
+    interleaved = "interleaved" in str(c.get("interleaving") or "")
+    return (f'zero_stage = {int(c.get("zero_stage") or 0)}\nsequence_parallel = false\n'
+            f'interleave = {chr(34) + "auto" + chr(34) if interleaved else 1}\n')
+
+
 def training_toml(run: dict, model: str, ceiling: float | None = None) -> str:
     c = run["config"]
-    tp, pp, dp = c["TP"], c["PP"], c["DP"]
+    tp, pp, dp = _parallel(run)
     wl, graph = _model_keys(run, c["seq_len"])
     mb = c.get("micro_batch") or 1
     dims = _dim("nvlink", tp, "tp") + _dim("infiniband", pp, "pp") + _dim("infiniband", dp, "dp")
-    full = "full" in str(c.get("recomputation", "")) or run["id"].startswith("mtnlg")
+    full = ("full" in str(c.get("recomputation", "")) or run["id"].startswith("mtnlg")
+            or c.get("zero_stage") == 3)
     return (f'[workload]\nkind = "llm"\n{wl}global_batch_size = {c["global_batch"]}\n'
             f'micro_batch_size = {mb}\n[graph]\ngenerator = "llm"\n'
             f'ffn_dim = {run["model"]["ffn_hidden"]}\n{graph}'
             f'vocab_size = {run["model"]["vocab"]}\nembedding = true\nlm_head = true\n'
             + _system(run, tp * pp * dp, dims, model, ceiling)
             + f'[training]\nmemory_model = "training"\n'
-              f'recompute = "{"full" if full else "none"}"\n')
+              f'recompute = "{"full" if full else "none"}"\n' + _schedule(run))
 
 
 def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
@@ -234,7 +257,7 @@ def figure(run: dict, model: str, ceiling: float | None = None) -> tuple[str, fl
         t, fits = run_seconds(training_toml(run, model, ceiling), run["id"])
         if "seconds_per_iteration" in meas:
             return "s/iter", meas["seconds_per_iteration"], t, fits
-        gpus = c["TP"] * c["PP"] * c["DP"]
+        gpus = math.prod(_parallel(run))
         return "TFLOP/s/GPU", meas["tflops_per_gpu"], megatron_flop(run) / t / gpus / 1e12, fits
     if kind == "prefill":
         t, fits = run_seconds(serving_toml(run, model, "prefill", ceiling=ceiling), run["id"])

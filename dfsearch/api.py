@@ -18,12 +18,13 @@ from dfsearch.cost.stages import StagePlan, is_staged
 from dfsearch.decision import Decision
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import load_spec
+from dfsearch.mapping import with_mapping_training
 from dfsearch.result import RunResult
 from dfsearch.search.engine import Progress
 from dfsearch.spec import Spec
 from dfsearch.validate import seed_issue, validate_spec
 
-__all__ = ["run", "evaluate", "evaluate_mapping", "load"]
+__all__ = ["run", "evaluate", "evaluate_mapping", "load", "with_mapping_training"]
 
 
 def load(source: str | Path | Spec, *, equations: Equations | None = None) -> Spec:
@@ -127,4 +128,4 @@ def evaluate_mapping(source: str | Path | Spec, mapping: str | Path
     SpecError
         Bad spec or mapping file.
     """
-    return plan.evaluate_mapping(load(source), mapping)
+    return plan.evaluate_mapping(with_mapping_training(load(source), mapping), mapping)

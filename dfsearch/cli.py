@@ -433,6 +433,7 @@ def eval_(
 
     try:
         s = load_spec(spec, equations=eq)
+        s = api.with_mapping_training(s, mapping)  # the training choices a run made, if any
         with _compile_notice(json_out != "-"):
             ev, pieces = api.evaluate_mapping(s, mapping)
     except SpecError as exc:

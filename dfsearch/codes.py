@@ -361,6 +361,9 @@ class Status(_Coded):
     ORDER = 6  #: an edge goes from a later configuration to an earlier one
     CONFIG = 7  #: a configuration assignment breaks a rule (FWD/BWD, pinned, num_input)
     LATENCY = 8  #: the step latency exceeds ``search.latency_bound_ms`` (never set by the evaluator)
+    #: the interleaved 1F1B schedule does not fit the pipeline (an outer status, never set by
+    #: the evaluator; ``workloads/llm_schedule.py``)
+    SCHEDULE = 9
 
     @property
     def message(self) -> str:
@@ -435,4 +438,5 @@ _STATUS_MESSAGES = {
     Status.ORDER: "an edge runs from a later configuration to an earlier one",
     Status.CONFIG: "configuration assignment breaks a rule (FWD/BWD split, pinned config, num_input)",
     Status.LATENCY: "step latency exceeds search.latency_bound_ms",
+    Status.SCHEDULE: "the interleaved 1F1B schedule does not fit the pipeline",
 }

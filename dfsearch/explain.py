@@ -29,7 +29,7 @@ __all__ = ["violation_text", "UNITS"]
 UNITS = {
     Status.SRAM: "bytes", Status.DRAM: "bytes", Status.CORES: "cores",
     Status.DIVISIBILITY: "sequences", Status.SHAPE: "chips", Status.ORDER: "configurations",
-    Status.CONFIG: "configurations", Status.LATENCY: "ns",
+    Status.CONFIG: "configurations", Status.LATENCY: "ns", Status.SCHEDULE: "",
 }  # fmt: skip
 
 

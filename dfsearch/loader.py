@@ -61,6 +61,7 @@ from dfsearch.kernels.generators import GENERATORS, generate
 from dfsearch.presets import expand_presets
 from dfsearch.spec import (
     AUTO,
+    TRAINING_CHOICES,
     Accelerator,
     Connection,
     Cost,
@@ -258,8 +259,13 @@ def spec_to_data(value: Any) -> Any:
                 continue
             auto = isinstance(value, Execution) and f.name == "num_config" and v == AUTO
             out[f.name] = "auto" if auto else spec_to_data(v)
+        if isinstance(value, Training):
+            _training_data(value, out)
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
+            if value.execution.model is codes.ExecutionModel.REALISTIC:  # left out = searched
+                for name in TRAINING_CHOICES:
+                    out["training"].setdefault(name, spec_to_data(getattr(value.training, name)))
             if value.quirks.is_default:  # as a file without [quirks] (study digests keep)
                 del out["quirks"]
         return out
@@ -270,6 +276,18 @@ def spec_to_data(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: spec_to_data(v) for k, v in value.items()}
     return value
+
+
+def _training_data(t: Training, out: dict[str, Any]) -> None:
+    """``[training]`` as data: a choice the search makes as "auto"; the newer keys left out
+    at their defaults (the data, and study digests, of a spec that does not use them stay
+    as they were)."""
+    del out["searched"]
+    for name, default in (("zero_stage", 0), ("interleave", 1)):
+        if out[name] == default and name not in t.searched:
+            del out[name]
+    for name in t.searched:
+        out[name] = "auto"
 
 
 def _split_path(path: str) -> list[str | int]:
@@ -503,7 +521,7 @@ def spec_from_data(data: dict[str, Any], *, file: str, base_dir: Path) -> Spec:
         "system": _read_system(r, data["system"]) if "system" in data else None,
         "cost": _read_simple(r, Cost, data.get("cost", {}), "cost"),
         "search": _read_search(r, data.get("search", {})),
-        "training": _read_simple(r, Training, data.get("training", {}), "training"),
+        "training": _read_training(r, data),
     }
     if "speculative" in data:
         parts["speculative"] = _read_simple(r, Speculative, data["speculative"], "speculative")
@@ -563,6 +581,26 @@ def _read_simple(r: _Reader, cls: type, value: Any, path: str) -> Any:
     if table is None:
         return None
     return r.build(cls, *r.fields(cls, table, path))
+
+
+def _read_training(r: _Reader, data: dict[str, Any]) -> Training | None:
+    """The ``[training]`` table. A choice of ``TRAINING_CHOICES`` given as ``"auto"``, or
+    left out of a realistic-model LLM spec, is made by the search (``Training.searched``)."""
+    table = r.table(data.get("training", {}), "training")
+    if table is None:
+        return None
+    execution = data.get("execution", {})
+    workload = data.get("workload", {})
+    realistic_llm = (isinstance(execution, dict) and execution.get("model") == "realistic"
+                     and isinstance(workload, dict) and workload.get("kind") == "llm")
+    searched = tuple(n for n in TRAINING_CHOICES
+                     if table.get(n) == "auto" or (realistic_llm and n not in table))
+    if "searched" in table:
+        r.add("training.searched", "is not a key of [training] (write \"auto\" for a choice "
+              "the search makes). Got a value for it instead.")
+    plain = {k: v for k, v in table.items() if k not in searched and k != "searched"}
+    kw, ok = r.fields(Training, plain, "training", skip=("searched",))
+    return r.build(Training, {**kw, "searched": searched}, ok)
 
 
 def _read_search(r: _Reader, value: Any) -> SearchSettings | None:

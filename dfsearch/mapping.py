@@ -31,7 +31,7 @@ from dfsearch.cost.partition import kept_spec, partition_problem, plan_of
 from dfsearch.cost.stages import LABELS, members_of, piece_spec
 from dfsearch.decision import Decision
 from dfsearch.errors import Issue, SpecError
-from dfsearch.loader import parse_toml, read_text
+from dfsearch.loader import parse_toml, read_text, spec_from_data, spec_to_data
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.engine import full_sharding
 from dfsearch.search.sharding import solve_spec_sharding
@@ -47,7 +47,7 @@ from dfsearch.system.ratios import groups
 from dfsearch.workloads import model_of
 
 __all__ = ["load_mapping", "load_staged_mapping", "StagedMapping", "load_partitioned_mapping",
-           "decision_to_mapping", "mapping_to_toml"]
+           "decision_to_mapping", "mapping_to_toml", "with_mapping_training"]
 
 #: Largest accepted values (the ranges of the matching spec fields, docs/spec.md).
 MAX_MICRO_BATCH = 2**40
@@ -568,7 +568,33 @@ def decision_to_mapping(spec: Spec, d: Decision, names: tuple[str, ...] | None =
     }
     if d.placement is not None:
         out["placement"] = list(d.placement.texts())
+    t = spec.training
+    if t.searched and spec.graph.is_training:  # the training choices the search made
+        out["training"] = {n: spec_to_data(getattr(t, n)) for n in t.searched}
     return out
+
+
+def with_mapping_training(spec: Spec, path: str | Path) -> Spec:
+    """``spec`` with the training choices it leaves to the search set to those of the
+    mapping file's ``[training]`` table (written by ``run --mapping-out``; docs/mapping.md);
+    ``spec`` itself when it leaves none or the file gives none. Only the choices the spec
+    leaves to the search may be given (a ``SpecError`` names any other)."""
+    t = spec.training
+    table = _read(Path(path)).get("training")
+    if not isinstance(table, dict) or not table:
+        return spec
+    given = {k: v for k, v in table.items() if k in t.searched}
+    fixed = [k for k in table if k not in t.searched
+             and spec_to_data(getattr(t, k, None)) != table[k]]  # same value: nothing to do
+    if fixed:
+        raise SpecError([Issue(f"training.{k}", "is not a choice the spec leaves to the search "
+                               f"(those are {', '.join(t.searched)}). Got {table[k]!r} instead.")
+                         for k in fixed], file=str(path))  # fmt: skip
+    if not given:
+        return spec
+    data = spec_to_data(spec)
+    data["training"] = {**data["training"], **given}
+    return spec_from_data(data, file=str(path), base_dir=Path("."))
 
 
 def _key(name: str) -> str:
@@ -596,6 +622,9 @@ def mapping_to_toml(m: dict[str, Any]) -> str:
         lines += ["", "[partition]  # kernel -> pipeline partition (DFModel's pipeline partitioning); config "
                       "maps the slowest partition's kernels, which every stage runs"]
         lines += [f"{_key(k)} = {v}" for k, v in m["partition"].items()]
+    if "training" in m:
+        lines += ["", "[training]  # the training choices the search made"]
+        lines += [f"{k} = {json.dumps(v)}" for k, v in m["training"].items()]
     for end in ("embedding", "lm_head"):
         if end in m:
             t = m[end]

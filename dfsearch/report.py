@@ -249,6 +249,12 @@ def _memory_lines(spec: Spec | None, ev: Evaluation) -> list[str]:
             notes.append("sequence parallel")
         if t.optimizer_sharding:
             notes.append("optimizer sharded over DP")
+        if t.zero_stage:
+            notes.append(f"ZeRO stage {t.zero_stage}")
+        if t.interleave > 1:
+            notes.append(f"interleave {t.interleave}")
+        if t.searched:
+            notes.append(f"chosen by the search: {', '.join(t.searched)}")
     how = f" ({', '.join(notes)})" if notes else ""
     return [
         head,

@@ -58,6 +58,7 @@ _CONSTRAINTS = {
     "config": ("configuration rules (FWD/BWD split, pinned configs, num_input)", "", ""),
     "order": ("configuration order of an edge", "", ""),
     "latency": ("step latency (TTFT or TPOT)", "search.latency_bound_ms", "ns"),
+    "schedule": ("interleaved 1F1B (PP > 1, micro-batches per pipeline divisible by PP, layers per stage divisible by training.interleave)", "training.interleave", ""),
     "partition": ("pipeline partitions of the graph (one kernel at least each, the forward/backward rule, pinned configs)", "", ""),
 }
 
@@ -70,7 +71,7 @@ class Violation:
     kernels involved where the search knows them.
     """
 
-    constraint: str  #: "sram", "dram", "dram_fixed", "cores", "divisibility", "shape", "config", "order", "latency"
+    constraint: str  #: "sram", "dram", "dram_fixed", "cores", "divisibility", "shape", "config", "order", "latency", "schedule"
     needed: float
     capacity: float
     unit: str
@@ -115,6 +116,8 @@ class Violation:
             amount = f"needs {self.needed:.0f} cores, {field} is {self.capacity:.0f}"
         elif self.constraint == "divisibility":
             amount = f"leaves a remainder of {self.excess:.6g} sequences"
+        elif self.constraint == "schedule":
+            amount = f"is off by {self.excess:.6g}"
         elif self.constraint == "shape":
             amount = f"off by a factor {self.excess:.6g}" if self.excess else "cannot be met"
         else:
@@ -305,6 +308,13 @@ class RunResult:
         }
         out["warnings"] = [{"path": w.path, "message": w.message} for w in spec_warnings(self.spec)]
         out["headline"] = self.headline()
+        t = self.spec.training
+        if t.searched and self.spec.graph.is_training:  # training choices the search made
+            out["training_choices"] = {
+                "recompute": t.recompute.label, "sequence_parallel": t.sequence_parallel,
+                "zero_stage": t.zero_stage, "interleave": t.interleave,
+                "searched": list(t.searched),
+            }  # fmt: skip
         if self.plan:
             out["plan"] = {"kind": self.plan, "phases": [p.to_json() for p in self.phases]}
         return out | self.section.to_json()

@@ -303,6 +303,18 @@ class Training:
     optimizer_sharding: bool = False
     grad_bytes: float = 4.0  #: fp32 gradient accumulation
     optimizer_bytes: float = 12.0  #: Adam: fp32 master weights, first and second moments
+    #: ZeRO stage 0-3: optimizer state (1), gradients (2) and weights (3) divided over DP
+    zero_stage: int = 0
+    #: interleaved 1F1B: virtual pipeline stages (model chunks) per device; 1 = plain 1F1B
+    interleave: int = 1
+    #: the choices of ``TRAINING_CHOICES`` the search makes (``"auto"``, or left out of a
+    #: realistic-model LLM spec); their fields above hold the defaults until it does
+    searched: tuple[str, ...] = ()
+
+
+#: the training choices a search may make (docs/spec.md, ``[training]``), in the order it
+#: enumerates them
+TRAINING_CHOICES: tuple[str, ...] = ("recompute", "sequence_parallel", "zero_stage", "interleave")
 
 
 # --------------------------------------------------------------------------- search

@@ -158,6 +158,7 @@ RANGES: dict[str, Range] = {
     "search.latency_bound_ms": Range(0, 1e12, "ms"),
     "training.grad_bytes": Range(0, 64, "bytes per parameter"),
     "training.optimizer_bytes": Range(0, 64, "bytes per parameter"),
+    "training.interleave": Range(1, 1024, "virtual stages per device"),
 }
 
 
@@ -531,6 +532,11 @@ def _check_training(
     for f in ("grad_bytes", "optimizer_bytes"):
         s.ge(f"training.{f}", getattr(t, f))
         _within(s, f"training.{f}", getattr(t, f))
+    if t.zero_stage not in (0, 1, 2, 3):
+        s.add("training.zero_stage", f"must be 0, 1, 2, 3 or \"auto\". Got {show(t.zero_stage)} "
+              "instead.")
+    s.ge("training.interleave", t.interleave, 1)
+    _within(s, "training.interleave", t.interleave)
     if t.memory_model is not MemoryModel.TRAINING or workload is None:
         return
     if not model_of(workload).counts_training_memory:

@@ -144,8 +144,11 @@ def test_a_tensor_parallel_all_reduce_is_exposed_not_overlapped():
                           num_config=1))
     # the shard: 200 x ceil(100/8) = 13 x 300 -> 2 x 3 tiles x 1 K step of 64 on 4 cores
     work = 2.0 * 2 * 4 * 128 * 128 * 64 / 1024.0
-    ar = 14_000.0 + (200 * 300 * 2) * 1.75 / 240.0
-    assert p.kernels.compute_ns[0] == pytest.approx(4_500.0 + work + ar, rel=1e-12)
+    # 120 kB per chip: a tree (6 steps, volume 2) beats the ring (14 steps, volume 1.75)
+    ring = 14_000.0 + (200 * 300 * 2) * 1.75 / 240.0
+    tree = 6_000.0 + (200 * 300 * 2) * 2.0 / 240.0
+    assert tree < ring
+    assert p.kernels.compute_ns[0] == pytest.approx(4_500.0 + work + tree, rel=1e-12)
     assert p.kernels.net_tile_ns[0] == 0.0
 
 

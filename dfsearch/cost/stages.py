@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dfsearch.codes import Collective, Parallelism, Status
+from dfsearch.codes import Collective, ExecutionModel, Parallelism, Status
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.cost.model import Evaluation, evaluate, evaluate_problem
 from dfsearch.cost.stage_cuts import cut_split
@@ -197,10 +197,14 @@ def batch_ns(times: list[float], micro_batches: int, beta: float, p2p_ns: float)
 
 
 def bubble(spec: Spec, per_stage: int, pp: int) -> float:
-    """beta: 1, or under the bubble quirk 1 / max(model layers per stage - 1, 1)."""
-    if pp <= 1 or not spec.quirks.bubble_over_layers_per_stage:
-        return 1.0
-    return 1.0 / max(per_stage * spec.workload.num_layer_in_graph - 1, 1)
+    """beta: 1, or under the bubble quirk 1 / max(model layers per stage - 1, 1) (not under
+    the realistic execution model); divided by v under interleaved 1F1B with v virtual
+    stages (``workloads/llm_schedule.py``)."""
+    v = max(spec.training.interleave, 1)
+    realistic = spec.execution.model is ExecutionModel.REALISTIC
+    if pp <= 1 or realistic or not spec.quirks.bubble_over_layers_per_stage:
+        return 1.0 / v if pp > 1 else 1.0
+    return 1.0 / max(per_stage * spec.workload.num_layer_in_graph - 1, 1) / v
 
 
 def best_split(

@@ -7,11 +7,14 @@ of one layer. A training step needs more: per chip,
   stage's layers;
 * **gradients**: ``training.grad_bytes`` per parameter (fp32 accumulation: 4);
 * **optimizer state**: ``training.optimizer_bytes`` per parameter (Adam with an fp32 master
-  copy: 4 + 4 + 4 = 12), divided over the DP replicas with ``optimizer_sharding`` (ZeRO-1);
+  copy: 4 + 4 + 4 = 12), divided over the DP replicas from ZeRO stage 1 on
+  (``zero_stage``, or ``optimizer_sharding``); the gradients too from stage 2, the weights
+  from stage 3, which then also holds one graph execution's weights gathered in full;
 * **activations kept for the backward pass**: each forward kernel's ``saved_bytes`` per
   sequence, divided by TP where its sharding splits them (elementwise kernels also under
   sequence parallelism), for the stage's layers and the micro-batches in flight. With the
-  1F1B schedule the first stage holds min(PP, micro-batches) of them. Selective
+  1F1B schedule the first stage holds min(PP, micro-batches) of them, times
+  1 + (PP - 1) / (PP v) with v > 1 virtual stages (interleaved 1F1B). Selective
   recomputation keeps nothing of the attention core; full recomputation keeps only each
   layer's input and rebuilds one layer's activations for one micro-batch at a time.
 
@@ -37,7 +40,29 @@ __all__ = [
     "sequence_split",
     "forward_weight_bytes",
     "training_dram",
+    "zero_stage",
+    "in_flight_factor",
 ]
+
+
+def zero_stage(spec: Spec) -> int:
+    """The ZeRO stage in effect: ``training.zero_stage``, at least 1 with
+    ``optimizer_sharding``."""
+    tr = spec.training
+    return max(tr.zero_stage, 1 if tr.optimizer_sharding else 0)
+
+
+def in_flight_factor(pp: int, interleave: int) -> float:
+    """The first stage's kept activations under interleaved 1F1B relative to plain 1F1B:
+    1 + (PP - 1) / (PP v) for v > 1 virtual stages per device (each device holds v model
+    chunks and runs ahead by PP - 1 chunk-micro-batches), 1 for v = 1.
+
+    >>> in_flight_factor(4, 2)
+    1.375
+    """
+    if interleave <= 1 or pp <= 1:
+        return 1.0
+    return 1.0 + (pp - 1) / (pp * interleave)
 
 
 def recomputed(spec: Spec) -> tuple[bool, ...]:
@@ -119,17 +144,26 @@ def training_dram(ctx: Lowering, extra_bytes: float) -> DramUse:
     spec, b = ctx.spec, ctx.batch
     tr = spec.training
     lps, m = b.layers_per_stage, b.micro_batch
-    weights = lps * forward_weight_bytes(ctx)
+    one = forward_weight_bytes(ctx)
+    weights = lps * one
     params = weights / ctx.word
     optimizer = params * tr.optimizer_bytes
-    if tr.optimizer_sharding:
+    gradients = params * tr.grad_bytes
+    zero = zero_stage(spec)
+    if zero >= 1:
         optimizer /= b.dp
+    if zero >= 2:
+        gradients /= b.dp
+    if zero >= 3:
+        weights = weights / b.dp + one  # one execution's weights gathered for its kernels
     kept, everything = _kept_per_sequence(ctx)
     in_flight = min(b.pp, max(b.num_micro_batch, 1))
     activations = lps * in_flight * m * kept
+    if tr.interleave > 1:
+        activations *= in_flight_factor(b.pp, tr.interleave)
     if tr.recompute is Recompute.FULL:
         activations += m * everything  # one layer rebuilt for its backward pass
     return DramUse(
-        weights=weights, gradients=params * tr.grad_bytes, optimizer=optimizer,
+        weights=weights, gradients=gradients, optimizer=optimizer,
         activations=activations, data=lps * extra_bytes, act_mult=float(m),
     )  # fmt: skip

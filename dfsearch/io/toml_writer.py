@@ -25,7 +25,8 @@ import enum
 import math
 from typing import Any
 
-from dfsearch.spec import AUTO, Graph, Kernel, Spec
+from dfsearch.codes import ExecutionModel
+from dfsearch.spec import AUTO, TRAINING_CHOICES, Graph, Kernel, Spec
 
 __all__ = ["spec_to_toml", "graph_to_toml", "toml_value"]
 
@@ -152,6 +153,17 @@ def _table(name: str, lines: list[str], *, keep_empty: bool = False) -> str:
     return "\n".join([f"[{name}]", *lines])
 
 
+def _training_lines(spec: Spec) -> list[str]:
+    """``[training]``: a choice the search makes as ``"auto"``; under the realistic model
+    every other choice written out (a left-out one would be searched when read back)."""
+    t = spec.training
+    realistic = spec.execution.model is ExecutionModel.REALISTIC
+    given = TRAINING_CHOICES if realistic else ()
+    lines = [ln for ln in _lines(t, always=given, skip=("searched",))
+             if ln.split(" = ")[0] not in t.searched]
+    return lines + [f'{name} = "auto"' for name in t.searched]
+
+
 def spec_to_toml(spec: Spec, *, header: str = "") -> str:
     """A complete spec in the TOML format of ``docs/spec.md``.
 
@@ -192,7 +204,7 @@ def spec_to_toml(spec: Spec, *, header: str = "") -> str:
     parts += [
         _table("execution", ex_lines),
         _table("search", _lines(spec.search)),
-        _table("training", _lines(spec.training)),
+        _table("training", _training_lines(spec)),
         _table("quirks", _lines(spec.quirks)),
     ]
     if spec.speculative is not None:

@@ -32,6 +32,7 @@ from dfsearch.plan.partition import PARTITION
 from dfsearch.plan.single import SINGLE
 from dfsearch.plan.speculative import SPECULATIVE
 from dfsearch.plan.stages import STAGES
+from dfsearch.plan.training_choices import run_choices, searches_choices
 from dfsearch.result import RunResult
 from dfsearch.search.objective import objective_of
 from dfsearch.search.strategies.base import Progress
@@ -59,7 +60,17 @@ def run(
 ) -> RunResult:
     """The best mapping of ``spec`` under its plan kind (module docstring). Always returns a
     result (``result.evaluation`` is None when nothing feasible was found); the arguments
-    are those of ``search.engine.search``."""
+    are those of ``search.engine.search``. Training choices left to the search are searched
+    as outer choices around the plan (``plan/training_choices.py``)."""
+    if searches_choices(spec):
+        return run_choices(spec, lambda one: _run_kind(one, seed, time_limit_s,
+                                                       max_evaluations, progress))
+    return _run_kind(spec, seed, time_limit_s, max_evaluations, progress)
+
+
+def _run_kind(spec: Spec, seed: int | None, time_limit_s: float | None,
+              max_evaluations: int | None, progress: Progress | None) -> RunResult:
+    """One concrete spec run by its plan kind, with the composed status."""
     kind = kind_of(spec)
     r = kind.search(spec, seed=seed, time_limit_s=time_limit_s,
                     max_evaluations=max_evaluations, progress=progress)  # fmt: skip

@@ -16,6 +16,13 @@ point-to-point     1                1
 On a part of a split dimension (``TopologyKind.sub_group``) the strided groups share the
 links: the bandwidth is divided by the sub-group's factor. A group of one chip costs 0.
 
+An all-reduce may also run as a tree (NCCL switches to its double binary tree where that is
+faster): 2 ceil(log2 p) latency steps, each chip sending and receiving the whole message
+twice (volume 2). ``time_ns`` takes the faster of ring and tree unless ``ring_only`` (a
+reduce-scatter + all-gather pair, which has no tree form). The tree wins below
+``tree_crossover_bytes``: ring - tree = alpha (2 (p - 1) - 2 ceil(log2 p)) - 2 bytes / (p
+busbw), positive while bytes < alpha busbw p ((p - 1) - ceil(log2 p)).
+
 >>> ab = AlphaBeta(bus_efficiency=0.8, step_ns=1000.0)
 >>> round(ab.time_ns(Collective.ALL_REDUCE, 8e6, degree=8, link_bw_GBps=300.0), 3)
 72333.333
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 
 from dfsearch.codes import Collective
 
-__all__ = ["AlphaBeta", "volume_and_steps"]
+__all__ = ["AlphaBeta", "volume_and_steps", "tree_steps", "tree_crossover_bytes"]
 
 
 def volume_and_steps(op: Collective, degree: int) -> tuple[float, int]:
@@ -47,6 +54,19 @@ def volume_and_steps(op: Collective, degree: int) -> tuple[float, int]:
     raise ValueError(f"no alpha-beta form of {op.label}")
 
 
+def tree_steps(degree: int) -> int:
+    """Latency steps of a tree all-reduce over ``degree`` chips: up and down the tree,
+    2 ceil(log2 p); 0 for one chip."""
+    return 2 * (degree - 1).bit_length() if degree > 1 else 0
+
+
+def tree_crossover_bytes(degree: int, step_ns: float, busbw_GBps: float) -> float:
+    """The message size (bytes per chip) below which a tree all-reduce over ``degree`` chips
+    is faster than a ring (module docstring); 0 when the ring always wins (p <= 2)."""
+    extra_steps = (degree - 1) - tree_steps(degree) // 2
+    return max(0.0, step_ns * busbw_GBps * degree * extra_steps)
+
+
 @dataclass(frozen=True, slots=True)
 class AlphaBeta:
     """The achievable fraction of the link bandwidth and the latency of one ring step."""
@@ -55,13 +75,19 @@ class AlphaBeta:
     step_ns: float
 
     def time_ns(self, op: Collective, nbytes: float, *, degree: int, link_bw_GBps: float,
-                share: int = 1, bus_efficiency: float | None = None) -> float:
+                share: int = 1, bus_efficiency: float | None = None,
+                ring_only: bool = False) -> float:
         """ns of one ``op`` of ``nbytes`` per chip over ``degree`` chips whose links carry
         ``link_bw_GBps`` (GB/s = bytes per ns), shared by ``share`` groups;
-        ``bus_efficiency``: the dimension's own (None: this object's)."""
+        ``bus_efficiency``: the dimension's own (None: this object's); an all-reduce runs as
+        the faster of ring and tree unless ``ring_only``."""
         volume, steps = volume_and_steps(op, degree)
         if steps == 0 or nbytes <= 0:
             return 0.0
         eff = self.bus_efficiency if bus_efficiency is None else bus_efficiency
         busbw = eff * link_bw_GBps / share
-        return self.step_ns * steps + nbytes * volume / busbw
+        ring = self.step_ns * steps + nbytes * volume / busbw
+        if ring_only or op not in (Collective.ALL_REDUCE, Collective.ALL_REDUCE_PERIODIC):
+            return ring
+        tree = self.step_ns * tree_steps(degree) + nbytes * 2.0 / busbw
+        return min(ring, tree)

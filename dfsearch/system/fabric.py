@@ -152,7 +152,9 @@ class Fabric:
                 return nbytes / self.system.network[group].link_bw_GBps
             raise ValueError(f"no {op.label} over network dimension {group}")
         if self.alpha_beta is not None and experts == 0:
-            return self._alpha_beta_ns(op, nbytes, group)
+            # a TP all-reduce split into reduce-scatter + all-gather has no tree form
+            ring_only = split_all_reduce and group is Parallelism.TP
+            return self._alpha_beta_ns(op, nbytes, group, ring_only=ring_only)
         if op is Collective.ALL_REDUCE_PERIODIC and group is Parallelism.DP and experts > 0:
             e = self.expert_ratios(experts)
             return e.gradient_all_reduce * nbytes * e.experts_per_chip
@@ -164,16 +166,19 @@ class Fabric:
             return self.ratios().p2p * nbytes
         return self._ratio(op, group, split_all_reduce) * nbytes
 
-    def _alpha_beta_ns(self, op: Collective, nbytes: float, group: Parallelism) -> float:
+    def _alpha_beta_ns(self, op: Collective, nbytes: float, group: Parallelism,
+                       ring_only: bool = False) -> float:
         """The realistic model's time of a collective of one kind of parallelism's groups
-        (``dfsearch.system.alpha_beta``); 0 when no dimension carries the kind."""
+        (``dfsearch.system.alpha_beta``; ``ring_only``: no tree all-reduce); 0 when no
+        dimension carries the kind."""
         assert self.alpha_beta is not None
         links = per_byte.group_links(self.system, self.placement, group)
         if links is None:
             return 0.0
         own = self.system.network[links.dim].bus_efficiency
         return self.alpha_beta.time_ns(op, nbytes, degree=links.degree, link_bw_GBps=links.bw,
-                                       share=links.factor, bus_efficiency=own)  # fmt: skip
+                                       share=links.factor, bus_efficiency=own,
+                                       ring_only=ring_only)  # fmt: skip
 
     def _ratio(self, op: Collective, group: Parallelism, split: bool) -> float:
         """ns per byte of a TP collective or the DP gradient all-reduce."""

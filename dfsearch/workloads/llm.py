@@ -34,6 +34,12 @@ from dfsearch.workloads.base import (
     divisors,
     tiled_shard_dims,
 )
+from dfsearch.workloads.llm_schedule import (
+    gradient_needs,
+    interleave_issue,
+    p2p_crossings,
+    pipeline_with_interleave,
+)
 from dfsearch.workloads.network_rules import check_searched_network
 
 if TYPE_CHECKING:
@@ -142,7 +148,10 @@ class LLM(WorkloadModel):
         execution), and the DRAM footprint fixed + m x live activations, which only grows:
         capacities are loosest and every time term smallest at the smallest m, except that
         overflowing the first DRAM tier switches to the capacity-weighted blend of the two
-        bandwidths, which is faster when the second tier is."""
+        bandwidths, which is faster when the second tier is. ZeRO stages 2 and 3 move data
+        per micro-batch, less per sequence with a larger one: then False too."""
+        if training.zero_stage(spec) >= 2:  # traffic per micro-batch: a larger one moves less
+            return False
         mem = spec.system.memory
         # the tier exists as ``cost.lower`` lowers it: v1/legacy, a finite first tier
         tiered = (
@@ -153,13 +162,24 @@ class LLM(WorkloadModel):
         return not (tiered and mem.second_dram_bw_GBps > mem.dram_bw_GBps)
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
-        """The global batch must divide by micro-batch x DP."""
+        """The global batch must divide by micro-batch x DP; an interleaved schedule needs
+        a pipeline it fits (``llm_schedule.interleave_issue``)."""
 
         gb = spec.workload.global_batch_size
-        unit = outer.micro_batch_size * groups(spec.system, outer.shape, outer.placement).dp
+        grp = groups(spec.system, outer.shape, outer.placement)
+        unit = outer.micro_batch_size * grp.dp
         if outer.micro_batch_size < 1 or gb % unit != 0:
             return Status.DIVISIBILITY, float(gb % max(unit, 1))
+        if spec.training.interleave > 1:
+            off = interleave_issue(spec, self.batch(spec, outer, grp))
+            if off > 0:
+                return Status.SCHEDULE, off
         return Status.OK, 0.0
+
+    def pipeline(self, ctx: Lowering) -> tuple[float, float]:
+        """DFModel's rule, with interleaved 1F1B's smaller bubble and the realistic model's
+        textbook 1F1B bubble (``llm_schedule``)."""
+        return pipeline_with_interleave(ctx)
 
     # ------------------------------------------------------------------ lowering
     def shard_dims(
@@ -192,8 +212,9 @@ class LLM(WorkloadModel):
         wl = spec.workload
         sent = 2.0 * wl.hidden_dim * wl.seq_len * ctx.word if spec.graph.is_training else 0.0
         # per model layer, however many layers one graph holds
+        crossings = p2p_crossings(spec, ctx.groups.pp)  # interleaved 1F1B: more boundaries
         needs.append(CollectiveNeed(Collective.POINT_TO_POINT, sent, Parallelism.PP,
-                                    NetworkTerm.PIPELINE, count=wl.num_layer))  # fmt: skip
+                                    NetworkTerm.PIPELINE, count=wl.num_layer * crossings))  # fmt: skip
         split = spec.training.sequence_parallel and spec.graph.is_training
         return NetworkNeeds(tuple(needs), split_all_reduce=split, all_reduce_latency=True)
 
@@ -358,6 +379,8 @@ def kernel_collectives(ctx: Lowering) -> list[CollectiveNeed]:
         count = 2.0 if runs[i] else 1.0  # a recomputed kernel's collective runs again too
         if typ in (Collective.ALL_REDUCE, Collective.ALL_TO_ALL, Collective.ALL_GATHER):
             out.append(CollectiveNeed(typ, by, tp, tile, i, count=count))
+        elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0 and k.num_expert == 0:
+            out += gradient_needs(ctx, i, by, nmb)  # the ZeRO stage's DP traffic
         elif typ is Collective.ALL_REDUCE_PERIODIC and nmb > 0:
             # MoE: E / EP experts' gradients over DP / EP replicas (experts > 0)
             out.append(CollectiveNeed(typ, by, dp, once, i, per=nmb, experts=k.num_expert))
