@@ -703,6 +703,31 @@ def sweep(
         _write_json(_finite(data), json_out)
 
 
+@app.command()
+def codesign(
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Co-design study (TOML): workloads, chip and system variables, budgets, objectives, sampler, trials, seed; docs/codesign.md.")],
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="Folder for trials.csv, pareto.csv, pareto.json, summary.json and best_chip.toml.")],
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Also write the summary as JSON to PATH ('-' = stdout).")] = None,  # noqa: UP045
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+) -> None:
+    """Search chip and system parameters (compute/SRAM split, memory and link technology,
+    sizes) under area, power and cost budgets with NSGA-II or TPE, the exact mapping search
+    inside each trial; print the Pareto front and write the best chip as a runnable spec."""
+    from dfsearch.codesign.command import codesign_command  # the search behind it loads Numba
+
+    _check_args(inputs=(study,), outputs={"--json": json_out})
+    show = not quiet and json_out != "-"
+    try:
+        with _compile_notice(show):
+            lines, summary = codesign_command(study, output, commands.progress_printer() if show else None)
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+    if json_out != "-":
+        typer.echo("\n".join(lines))
+    if json_out:
+        _write_json(_finite(summary), json_out)
+
+
 def _dry_run(path: Path, s: Any) -> None:
     """``sweep --dry-run``: every kept point, checked, one line each (streamed)."""
     kept = 0

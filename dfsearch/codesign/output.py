@@ -1,0 +1,124 @@
+"""What ``dfsearch codesign`` writes: the table of trials (``trials.csv``), the Pareto front
+(``pareto.csv``, ``pareto.json``), the best chip as a runnable spec (``best_chip.toml``; one
+more per extra workload, ``best_chip_1.toml``, ...), a summary (``summary.json``) and the text
+printed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from dfsearch.codesign.runner import OK, CodesignResult, Trial, best_trial
+from dfsearch.errors import Issue, SpecError
+from dfsearch.io.toml_writer import spec_to_toml
+from dfsearch.study.pareto import pareto_front
+
+__all__ = ["columns", "front", "write_outputs", "summary_lines"]
+
+_CHIP = ("cores", "sram_MB", "die_area_mm2", "die_yield", "chip_price", "chip_power_W", "peak_tflops", "dram_bw_GBps")
+_RESULT = ("final_s", "throughput_per_s", "system_cost", "system_power", "seconds")
+
+
+def columns(result: CodesignResult) -> list[str]:
+    s = result.study
+    per = [f"final_s_{i}" for i in range(len(s.workloads))]
+    return ["trial", *(v.name for v in s.variables), "status", "binding", "repeat_of", *_CHIP, *per, *_RESULT]
+
+
+def front(result: CodesignResult) -> list[dict[str, Any]]:
+    """The exact Pareto front of the feasible, distinct trials over the study's objectives."""
+    rows = [t.row for t in result.trials if t.row["status"] == OK and t.row["repeat_of"] is None]
+    names = result.study.objectives
+    if len(names) > 1:
+        return list(pareto_front(rows, names))
+    best = best_trial(result)
+    return [best.row] if best else []
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise SpecError(Issue("", f"{path}: cannot write: {e.strerror or e}.")) from None
+
+
+def _csv_text(header: list[str], rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else (repr(r[c]) if isinstance(r[c], float) else r[c]) for c in header])
+    return buf.getvalue()
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def write_outputs(result: CodesignResult, folder: Path) -> dict[str, Any]:
+    """Write every output into ``folder`` (created) and return the summary (as JSON data)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SpecError(Issue("", f"{folder}: cannot create the output folder: {e.strerror or e}.")) from None
+    header = columns(result)
+    rows = [t.row for t in result.trials]
+    _write(folder / "trials.csv", _csv_text(header, rows))
+    pareto = front(result)
+    _write(folder / "pareto.csv", _csv_text(header, pareto))
+    _write(folder / "pareto.json", json.dumps(_finite(pareto), indent=2) + "\n")
+    best = best_trial(result)
+    written = _write_best(result, best, folder) if best else []
+    summary = {
+        "study": result.study.file, "trials": len(rows), "distinct": sum(r["repeat_of"] is None for r in rows),
+        "feasible": sum(r["status"] == OK and r["repeat_of"] is None for r in rows),
+        "objectives": list(result.study.objectives), "sampler": result.study.sampler, "seed": result.study.seed,
+        "best": best.row if best else None, "best_chip": written, "pareto": pareto,
+    }  # fmt: skip
+    _write(folder / "summary.json", json.dumps(_finite(summary), indent=2) + "\n")
+    return summary
+
+
+def _write_best(result: CodesignResult, best: Trial, folder: Path) -> list[str]:
+    out = []
+    values = ", ".join(f"{k} = {v}" for k, v in best.values.items())
+    for i, spec in enumerate(best.specs or ()):
+        path = folder / ("best_chip.toml" if i == 0 else f"best_chip_{i}.toml")
+        header = (f"The best chip of the co-design study {result.study.file} (trial {best.number}: {values}),\n"
+                  f"with workload {result.study.workloads[i].spec.name}. Run it with: dfsearch run {path.name}")  # fmt: skip
+        _write(path, spec_to_toml(spec, header=header))
+        out.append(str(path))
+    return out
+
+
+def summary_lines(result: CodesignResult, summary: dict[str, Any]) -> list[str]:
+    """The text printed after the trials: counts, the best design and the front."""
+    s = result.study
+    lines = [f"codesign {s.name}: {summary['trials']} trials ({summary['distinct']} distinct designs, "
+             f"{summary['feasible']} feasible) in {result.seconds:.3g} s, {s.sampler} seed {s.seed}"]  # fmt: skip
+    names = [v.name for v in s.variables]
+    best = summary["best"]
+    if best is None:
+        lines.append("no design is feasible within the budgets; trials.csv says what binds for each")
+        return lines
+    design = ", ".join(f"{n}={best[n]}" for n in names)
+    lines.append(f"best: trial {best['trial']}: {design}: final_s {best['final_s']:.6g} s, "
+                 f"cost {best['system_cost']:.6g} $, power {best['system_power']:.6g} W, "
+                 f"die {best['die_area_mm2']:.4g} mm^2, {best['cores']} cores, {best['sram_MB']:.4g} MB SRAM")  # fmt: skip
+    lines.append(f"Pareto front ({', '.join(s.objectives)}): {len(summary['pareto'])} design(s)")
+    for r in sorted(summary["pareto"], key=lambda r: (r["final_s"], r["trial"])):
+        lines.append(f"  trial {r['trial']:>4}: {', '.join(f'{n}={r[n]}' for n in names)}: final_s {r['final_s']:.6g}, "
+                     f"cost {r['system_cost']:.6g}, power {r['system_power']:.6g}")  # fmt: skip
+    if summary["best_chip"]:
+        lines.append(f"wrote {summary['best_chip'][0]} (dfsearch run it) and trials.csv, pareto.csv, pareto.json, summary.json")
+    return lines

@@ -1,0 +1,164 @@
+"""The co-design search: Optuna's NSGA-II or TPE over the chip and system variables, the
+exact mapping search inside each trial (``dfsearch codesign STUDY -o DIR``).
+
+Each trial picks one choice per variable; the chip model turns the chip parameters into the
+spec's accelerator, memory and cost fields; a design over the area or chip power budget is
+recorded with the binding budget and not searched; otherwise every workload of the mix is
+searched (``dfsearch.plan.run``) and the trial's objectives are the mix's throughput (one over
+the weighted mean of the workloads' times per batch), its system cost and its system power
+(the largest over the workloads). The same design proposed again takes its first row.
+Deterministic: the sampler is seeded and trials are asked and told one after another, so a
+study, seed and trial count give the same table (the ``seconds`` column aside).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dfsearch.codesign.chip import ChipFigures, chip_figures, spec_edits
+from dfsearch.codesign.study import CodesignStudy
+from dfsearch.plan import run
+from dfsearch.spec import Spec
+from dfsearch.study.study import cell
+
+__all__ = ["Trial", "CodesignResult", "run_codesign", "best_trial"]
+
+#: status words of a trial row
+OK, OVER_BUDGET, NO_MAPPING, INVALID = "ok", "over_budget", "no_mapping", "invalid"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial: its number, the variable values, the row and the workloads' specs (None
+    when the design was not searched)."""
+
+    number: int
+    values: dict[str, Any]
+    row: dict[str, Any]
+    specs: tuple[Spec, ...] | None
+
+
+@dataclass(frozen=True)
+class CodesignResult:
+    study: CodesignStudy
+    trials: tuple[Trial, ...]
+    seconds: float
+
+
+Progress = Callable[[int, int, float, int], None]
+
+
+def _sampler(study: CodesignStudy) -> Any:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if study.sampler == "tpe":
+        sampler = optuna.samplers.TPESampler(seed=study.seed)
+    else:
+        kwargs = {"population_size": study.population} if study.population else {}
+        sampler = optuna.samplers.NSGAIISampler(seed=study.seed, **kwargs)
+    directions = ["maximize" if n == "throughput" else "minimize" for n in study.objectives]
+    return optuna.create_study(directions=directions, sampler=sampler)
+
+
+def run_codesign(study: CodesignStudy, progress: Progress | None = None) -> CodesignResult:
+    """Run the study's trials (its ``trials`` budget) and return every trial in order."""
+    from optuna.trial import TrialState
+
+    t0 = time.perf_counter()
+    sampler = _sampler(study)
+    seen: dict[tuple[int, ...], Trial] = {}
+    out: list[Trial] = []
+    for n in range(study.trials):
+        ask = sampler.ask()
+        choice = tuple(ask.suggest_categorical(v.name, list(range(len(v.choices)))) for v in study.variables)
+        values = {v.name: v.choices[c] for v, c in zip(study.variables, choice)}
+        old = seen.get(choice)
+        trial = Trial(n, values, {**old.row, "trial": n, "repeat_of": old.number}, old.specs) if old else _evaluate(study, n, values)
+        seen.setdefault(choice, trial)
+        out.append(trial)
+        objective = _objectives(trial.row, study.objectives)
+        if objective is None:
+            sampler.tell(ask, state=TrialState.FAIL)
+        else:
+            sampler.tell(ask, objective)
+        if progress is not None:
+            progress(n + 1, study.trials, time.perf_counter() - t0, n + 1)
+    return CodesignResult(study, tuple(out), time.perf_counter() - t0)
+
+
+def _objectives(row: dict[str, Any], names: tuple[str, ...]) -> list[float] | None:
+    if row["status"] != OK:
+        return None
+    column = {"throughput": "throughput_per_s", "cost": "system_cost", "power": "system_power"}
+    return [float(row[column[n]]) for n in names]
+
+
+def _chip_cells(f: ChipFigures) -> dict[str, Any]:
+    return {
+        "cores": f.cores, "sram_MB": f.sram_bytes / 1e6, "die_area_mm2": f.die_area_mm2, "die_yield": f.die_yield,
+        "chip_price": f.die_cost_usd, "chip_power_W": f.chip_power_W, "peak_tflops": f.peak_gflops / 1e3,
+        "dram_bw_GBps": f.dram_bw_GBps,
+    }  # fmt: skip
+
+
+def _binding(study: CodesignStudy, f: ChipFigures) -> str | None:
+    """The first budget or technology limit the chip breaks before any search."""
+    b = study.budget
+    if b.area_mm2 is not None and f.die_area_mm2 > b.area_mm2:
+        return f"area_mm2 ({f.die_area_mm2:.4g} > {b.area_mm2:.4g})"
+    if b.chip_power_W is not None and f.chip_power_W > b.chip_power_W:
+        return f"chip_power_W ({f.chip_power_W:.4g} > {b.chip_power_W:.4g})"
+    if not math.isfinite(f.die_cost_usd):
+        return "die larger than the wafer"
+    return None
+
+
+def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
+    """Build the trial's chip, check the budgets, search every workload."""
+    design = study.design(values)
+    row: dict[str, Any] = {"trial": n, **{k: cell(v) for k, v in values.items()}, "repeat_of": None}
+    units = study.tech.memory[design.memory].max_units.value
+    if design.memory_units > units:
+        return Trial(n, values, {**row, "status": INVALID, "binding": f"memory_units ({design.memory_units} > {units:g} for {design.memory})"}, None)
+    first = study.workload_spec(0, values, {})
+    figures = chip_figures(design, study.core(first), study.tech)
+    row |= _chip_cells(figures)
+    if (binding := _binding(study, figures)) is not None:
+        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": binding}, None)
+    edits = spec_edits(figures)
+    specs = tuple(study.workload_spec(i, values, edits) for i in range(len(study.workloads)))
+    times, costs, powers, seconds = [], [], [], 0.0
+    for i, spec in enumerate(specs):
+        result = run(spec, seed=spec.search.seed)
+        seconds += result.search.seconds
+        ev = result.evaluation
+        row[f"final_s_{i}"] = ev.final_s if ev is not None else None
+        if ev is None:
+            why = result.violations[0].message() if result.violations else result.infeasible_message().splitlines()[0]
+            return Trial(n, values, {**row, "status": NO_MAPPING, "binding": f"workload {i}: {why}", "seconds": seconds}, specs)
+        times.append(ev.final_s)
+        costs.append(ev.price.system_cost)
+        powers.append(ev.price.system_power)
+    weights = [w.weight for w in study.workloads]
+    final_s = sum(w * t for w, t in zip(weights, times)) / sum(weights)
+    row |= {"final_s": final_s, "throughput_per_s": 1.0 / final_s, "system_cost": max(costs),
+            "system_power": max(powers), "seconds": seconds}  # fmt: skip
+    b = study.budget
+    if b.system_cost_usd is not None and row["system_cost"] > b.system_cost_usd:
+        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": f"system_cost_usd ({row['system_cost']:.4g} > {b.system_cost_usd:.4g})"}, specs)
+    if b.system_power_W is not None and row["system_power"] > b.system_power_W:
+        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": f"system_power_W ({row['system_power']:.4g} > {b.system_power_W:.4g})"}, specs)
+    return Trial(n, values, {**row, "status": OK, "binding": None}, specs)
+
+
+def best_trial(result: CodesignResult) -> Trial | None:
+    """The feasible trial of highest throughput (then lowest cost, then power, then first)."""
+    ok = [t for t in result.trials if t.row["status"] == OK and t.row["repeat_of"] is None]
+    if not ok:
+        return None
+    return min(ok, key=lambda t: (-t.row["throughput_per_s"], t.row["system_cost"], t.row["system_power"], t.number))
