@@ -30,6 +30,18 @@ from dfsearch.study.catalogue import area_split_edits
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "dfsearch" / "examples"
 TECH = load_technology()
+#: the [set] of the area-split examples: GPT-3 175B training on 8 chips, a 4 x 2 torus
+GPT3_175B = """\
+"workload.hidden_dim" = 12288
+"workload.num_head" = 96
+"workload.head_dim" = 128
+"workload.num_layer" = 96
+"workload.global_batch_size" = 1536
+"system.num_chip" = 8
+"system.network[0].size" = 4
+"system.network[1].size" = 2
+"execution.num_config" = "auto"
+"""
 N7 = TECH.process["n7"]
 
 
@@ -157,3 +169,70 @@ def test_codesign_lands_on_the_area_split_grid_optimum_and_writes_a_runnable_bes
     again = run(load_spec(out / "best_chip.toml"))
     assert again.evaluation.final_s == best["final_s"]
     assert again.evaluation.price.system_cost == pytest.approx(best["system_cost"])
+
+
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe"])
+def test_same_study_and_seed_give_the_same_trials(tmp_path, sampler):
+    from dfsearch.codesign.runner import run_codesign
+    from dfsearch.codesign.study import load_codesign
+
+    # four die sizes, the area budget admits the smallest only: one design is searched
+    path = _study(tmp_path, f'[codesign]\ntrials = 8\nsampler = "{sampler}"\nobjectives = ["throughput", "power"]\n'
+                            f"[set]\n{GPT3_175B}"
+                            '[chip]\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.6\n'
+                            '[variables]\nunits = [2080, 4160, 8320, 16640]\n[budget]\narea_mm2 = 400\n')  # fmt: skip
+    study = load_codesign(path)
+    first, second = run_codesign(study), run_codesign(study)
+    strip = [{k: v for k, v in t.row.items() if k != "seconds"} for t in first.trials]
+    assert strip == [{k: v for k, v in t.row.items() if k != "seconds"} for t in second.trials]
+    assert len(first.trials) == 8
+    statuses = {t.values["units"]: t.row["status"] for t in first.trials}
+    assert statuses[2080] == "ok"
+    assert all(s == "over_budget" for u, s in statuses.items() if u > 2080)
+    over = [t.row for t in first.trials if t.row["status"] == "over_budget"]
+    assert all(r["violation"] == pytest.approx(r["die_area_mm2"] / 400 - 1) for r in over)
+
+
+@pytest.mark.slow
+def test_memory_technology_conclusion(tmp_path):
+    """3-D stacked DRAM is never faster than HBM on the fixed die (SRAM and compute bind
+    from 1 TB/s on) and costs more, so it is never on the front; HBM beats DDR."""
+    out = tmp_path / "mem"
+    r = CliRunner().invoke(app, ["codesign", str(EXAMPLES / "codesign" / "memory_technology.toml"), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(json.dumps(x)) for x in json.loads((out / "summary.json").read_text())["pareto"]]
+    assert rows and all(x["memory"] != "3d" for x in rows)
+    import csv
+
+    trials = [t for t in csv.DictReader((out / "trials.csv").open()) if t["status"] == "ok"]
+    by = {(t["memory"], t["compute_share"]): float(t["final_s"]) for t in trials}
+    pairs = [(s, by[("hbm", s)], by[("3d", s)]) for (m, s) in by if m == "3d" and ("hbm", s) in by]
+    assert pairs
+    for _, hbm, stacked in pairs:
+        assert stacked <= hbm and stacked >= 0.95 * hbm  # little or nothing gained over HBM
+    best = {m: min(v for (mm, _), v in by.items() if mm == m) for m in ("ddr", "hbm")}
+    assert best["hbm"] < 0.8 * best["ddr"]
+
+
+@pytest.mark.slow
+def test_gpt3_power_budget_best_chip_is_within_the_budgets_and_runs(tmp_path):
+    out = tmp_path / "gpt3"
+    r = CliRunner().invoke(app, ["codesign", str(EXAMPLES / "codesign" / "gpt3_power_budget.toml"), "-o", str(out), "-q", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    best = summary["best"]
+    assert best["chip_power_W"] <= 700 and best["die_area_mm2"] <= 826
+    import csv
+
+    for t in csv.DictReader((out / "trials.csv").open()):
+        if t["status"] == "over_budget":
+            assert float(t["chip_power_W"]) > 700 or float(t["die_area_mm2"]) > 826
+        if t["status"] == "ok":
+            assert float(t["final_s"]) >= best["final_s"]
+    from dfsearch.api import run
+
+    again = run(load_spec(out / "best_chip.toml"))
+    assert again.evaluation.final_s == best["final_s"]
+    spec = load_spec(out / "best_chip.toml")
+    assert spec.system.accelerator.cores == best["cores"]
+    assert spec.system.memory.dram_bw_GBps == best["dram_bw_GBps"]

@@ -26,7 +26,7 @@ _RESULT = ("final_s", "throughput_per_s", "system_cost", "system_power", "second
 def columns(result: CodesignResult) -> list[str]:
     s = result.study
     per = [f"final_s_{i}" for i in range(len(s.workloads))]
-    return ["trial", *(v.name for v in s.variables), "status", "binding", "repeat_of", *_CHIP, *per, *_RESULT]
+    return ["trial", *(v.name for v in s.variables), "status", "binding", "violation", "repeat_of", *_CHIP, *per, *_RESULT]
 
 
 def front(result: CodesignResult) -> list[dict[str, Any]]:

@@ -52,23 +52,30 @@ class CodesignResult:
 Progress = Callable[[int, int, float, int], None]
 
 
+def _violation(trial: Any) -> tuple[float]:
+    """Optuna's constraint of a trial: > 0 when over a budget or without a mapping."""
+    return (trial.user_attrs["violation"],)
+
+
 def _sampler(study: CodesignStudy) -> Any:
+    """A seeded multi-objective sampler that ranks designs over a budget by how far over they
+    are (constrained domination), so the search learns where the budgets bind. Optuna 5 reads
+    a trial's constraint set on the trial; Optuna 4 asks a ``constraints_func``."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    legacy = {} if hasattr(optuna.trial.Trial, "set_constraint") else {"constraints_func": _violation}
     if study.sampler == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=study.seed)
+        sampler = optuna.samplers.TPESampler(seed=study.seed, **legacy)
     else:
         kwargs = {"population_size": study.population} if study.population else {}
-        sampler = optuna.samplers.NSGAIISampler(seed=study.seed, **kwargs)
+        sampler = optuna.samplers.NSGAIISampler(seed=study.seed, **legacy, **kwargs)
     directions = ["maximize" if n == "throughput" else "minimize" for n in study.objectives]
     return optuna.create_study(directions=directions, sampler=sampler)
 
 
 def run_codesign(study: CodesignStudy, progress: Progress | None = None) -> CodesignResult:
     """Run the study's trials (its ``trials`` budget) and return every trial in order."""
-    from optuna.trial import TrialState
-
     t0 = time.perf_counter()
     sampler = _sampler(study)
     seen: dict[tuple[int, ...], Trial] = {}
@@ -81,20 +88,23 @@ def run_codesign(study: CodesignStudy, progress: Progress | None = None) -> Code
         trial = Trial(n, values, {**old.row, "trial": n, "repeat_of": old.number}, old.specs) if old else _evaluate(study, n, values)
         seen.setdefault(choice, trial)
         out.append(trial)
-        objective = _objectives(trial.row, study.objectives)
-        if objective is None:
-            sampler.tell(ask, state=TrialState.FAIL)
-        else:
-            sampler.tell(ask, objective)
+        ask.set_user_attr("violation", float(trial.row["violation"]))
+        if hasattr(ask, "set_constraint"):
+            ask.set_constraint("budget", float(trial.row["violation"]))
+        sampler.tell(ask, _objectives(trial.row, study.objectives))
         if progress is not None:
             progress(n + 1, study.trials, time.perf_counter() - t0, n + 1)
     return CodesignResult(study, tuple(out), time.perf_counter() - t0)
 
 
-def _objectives(row: dict[str, Any], names: tuple[str, ...]) -> list[float] | None:
-    if row["status"] != OK:
-        return None
+#: what an unsearched or infeasible design tells the sampler (its constraint ranks it first)
+_WORST = 1e30
+
+
+def _objectives(row: dict[str, Any], names: tuple[str, ...]) -> list[float]:
     column = {"throughput": "throughput_per_s", "cost": "system_cost", "power": "system_power"}
+    if row["status"] != OK and row.get("final_s") is None:
+        return [0.0 if n == "throughput" else _WORST for n in names]
     return [float(row[column[n]]) for n in names]
 
 
@@ -106,30 +116,35 @@ def _chip_cells(f: ChipFigures) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _binding(study: CodesignStudy, f: ChipFigures) -> str | None:
+def _over(name: str, value: float, limit: float | None) -> tuple[str, float] | None:
+    """(binding text, relative excess) when ``value`` is over ``limit``."""
+    if limit is None or value <= limit:
+        return None
+    return f"{name} ({value:.4g} > {limit:.4g})", value / limit - 1.0
+
+
+def _binding(study: CodesignStudy, f: ChipFigures) -> tuple[str, float] | None:
     """The first budget or technology limit the chip breaks before any search."""
     b = study.budget
-    if b.area_mm2 is not None and f.die_area_mm2 > b.area_mm2:
-        return f"area_mm2 ({f.die_area_mm2:.4g} > {b.area_mm2:.4g})"
-    if b.chip_power_W is not None and f.chip_power_W > b.chip_power_W:
-        return f"chip_power_W ({f.chip_power_W:.4g} > {b.chip_power_W:.4g})"
-    if not math.isfinite(f.die_cost_usd):
-        return "die larger than the wafer"
-    return None
+    found = _over("area_mm2", f.die_area_mm2, b.area_mm2) or _over("chip_power_W", f.chip_power_W, b.chip_power_W)
+    if found is None and not math.isfinite(f.die_cost_usd):
+        return "die larger than the wafer", 1.0
+    return found
 
 
 def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
     """Build the trial's chip, check the budgets, search every workload."""
     design = study.design(values)
-    row: dict[str, Any] = {"trial": n, **{k: cell(v) for k, v in values.items()}, "repeat_of": None}
+    row: dict[str, Any] = {"trial": n, **{k: cell(v) for k, v in values.items()}, "repeat_of": None, "violation": 0.0}
     units = study.tech.memory[design.memory].max_units.value
     if design.memory_units > units:
-        return Trial(n, values, {**row, "status": INVALID, "binding": f"memory_units ({design.memory_units} > {units:g} for {design.memory})"}, None)
+        binding = f"memory_units ({design.memory_units} > {units:g} for {design.memory})"
+        return Trial(n, values, {**row, "status": INVALID, "binding": binding, "violation": design.memory_units / units - 1.0}, None)
     first = study.workload_spec(0, values, {})
     figures = chip_figures(design, study.core(first), study.tech)
     row |= _chip_cells(figures)
-    if (binding := _binding(study, figures)) is not None:
-        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": binding}, None)
+    if (over := _binding(study, figures)) is not None:
+        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": over[0], "violation": over[1]}, None)
     edits = spec_edits(figures)
     specs = tuple(study.workload_spec(i, values, edits) for i in range(len(study.workloads)))
     times, costs, powers, seconds = [], [], [], 0.0
@@ -140,7 +155,7 @@ def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
         row[f"final_s_{i}"] = ev.final_s if ev is not None else None
         if ev is None:
             why = result.violations[0].message() if result.violations else result.infeasible_message().splitlines()[0]
-            return Trial(n, values, {**row, "status": NO_MAPPING, "binding": f"workload {i}: {why}", "seconds": seconds}, specs)
+            return Trial(n, values, {**row, "status": NO_MAPPING, "binding": f"workload {i}: {why}", "violation": 1.0, "seconds": seconds}, specs)
         times.append(ev.final_s)
         costs.append(ev.price.system_cost)
         powers.append(ev.price.system_power)
@@ -149,10 +164,9 @@ def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
     row |= {"final_s": final_s, "throughput_per_s": 1.0 / final_s, "system_cost": max(costs),
             "system_power": max(powers), "seconds": seconds}  # fmt: skip
     b = study.budget
-    if b.system_cost_usd is not None and row["system_cost"] > b.system_cost_usd:
-        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": f"system_cost_usd ({row['system_cost']:.4g} > {b.system_cost_usd:.4g})"}, specs)
-    if b.system_power_W is not None and row["system_power"] > b.system_power_W:
-        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": f"system_power_W ({row['system_power']:.4g} > {b.system_power_W:.4g})"}, specs)
+    over = _over("system_cost_usd", row["system_cost"], b.system_cost_usd) or _over("system_power_W", row["system_power"], b.system_power_W)
+    if over is not None:
+        return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": over[0], "violation": over[1]}, specs)
     return Trial(n, values, {**row, "status": OK, "binding": None}, specs)
 
 
