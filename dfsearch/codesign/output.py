@@ -94,8 +94,12 @@ def _write_best(result: CodesignResult, best: Trial, folder: Path) -> list[str]:
     values = ", ".join(f"{k} = {v}" for k, v in best.values.items())
     for i, spec in enumerate(best.specs or ()):
         path = folder / ("best_chip.toml" if i == 0 else f"best_chip_{i}.toml")
+        r = best.row
         header = (f"The best chip of the co-design study {result.study.file} (trial {best.number}: {values}),\n"
-                  f"with workload {result.study.workloads[i].spec.name}. Run it with: dfsearch run {path.name}")  # fmt: skip
+                  f"with workload {result.study.workloads[i].spec.name}. Run it with: dfsearch run {path.name}\n"
+                  f"Chip model (docs/codesign.md): die {r['die_area_mm2']:.4g} mm^2, yield {r['die_yield']:.4g}, "
+                  f"die cost {r['chip_price']:.4g} $ (cost.chip_price), compute + DRAM power {r['chip_power_W']:.4g} W, "
+                  f"{r['cores']} cores, {r['sram_MB']:.4g} MB SRAM, DRAM {r['dram_bw_GBps']:.4g} GB/s")  # fmt: skip
         _write(path, spec_to_toml(spec, header=header))
         out.append(str(path))
     return out
