@@ -719,7 +719,7 @@ def codesign(
     show = not quiet and json_out != "-"
     try:
         with _compile_notice(show):
-            lines, summary = codesign_command(study, output, commands.progress_printer() if show else None)
+            lines, summary = codesign_command(study, output, show)
     except DfsearchError as exc:
         raise _fail(exc) from None
     if json_out != "-":

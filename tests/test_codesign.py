@@ -236,3 +236,17 @@ def test_gpt3_power_budget_best_chip_is_within_the_budgets_and_runs(tmp_path):
     spec = load_spec(out / "best_chip.toml")
     assert spec.system.accelerator.cores == best["cores"]
     assert spec.system.memory.dram_bw_GBps == best["dram_bw_GBps"]
+
+
+def test_a_bad_field_path_value_or_lane_list_stops_the_study_before_any_search(tmp_path):
+    chip = '[chip]\nunits = 2080\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.5\n'
+    path = _study(tmp_path, chip + '[variables]\n"system.num_chip" = [1024, -4]\n')
+    r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2 and "Traceback" not in r.stderr
+    assert "cd.toml" in r.stderr and "system.num_chip" in r.stderr and "-4" in r.stderr
+    assert not (tmp_path / "out").exists()  # nothing searched, nothing written
+
+    path = _study(tmp_path, chip + 'link = "serdes-112g"\nlink_lanes = [4, 4, 4]\n[set]\n"system.nope" = 1\n')
+    r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2
+    assert "chip.link_lanes" in r.stderr and "[4, 4, 4]" in r.stderr and "one lane count per network dimension (2)" in r.stderr

@@ -173,14 +173,45 @@ def load_codesign(path: str | Path) -> CodesignStudy:
     tech = load_technology()
     settings = _settings(head, issues)
     workloads = _workloads(data.get("workload"), Path(path).parent, file, issues)
-    fixed = tuple(_flatten(data.get("set", {}), "")) if isinstance(data.get("set", {}), dict) else ()
+    fixed = _fixed(data.get("set", {}), issues)
     variables = _variables(data.get("variables", {}), tech, issues)
     chip = _chip(data.get("chip", {}), {v.name for v in variables}, tech, issues)
     budget = _budget(data.get("budget", {}), issues)
+    _lanes_fit(chip, variables, workloads, issues)
     if issues:
         raise SpecError(issues, file=file)
     name = head.get("name") if isinstance(head.get("name"), str) else Path(file).stem
-    return CodesignStudy(file, name, workloads, fixed, MappingProxyType(chip), variables, budget, tech=tech, **settings)
+    study = CodesignStudy(file, name, workloads, fixed, MappingProxyType(chip), variables, budget, tech=tech, **settings)
+    _precheck(study)
+    return study
+
+
+def _precheck(study: CodesignStudy) -> None:
+    """Build every workload's spec once per choice of each field path variable (the others at
+    their first choice), with the ``[set]`` edits, so a bad value stops the study before any
+    search (SpecError: the file, the trial's values, the field path)."""
+    first = {v.name: v.choices[0] for v in study.variables}
+    for var in study.variables:
+        for value in var.choices if not var.chip else var.choices[:1]:
+            for i in range(len(study.workloads)):
+                study.workload_spec(i, {**first, var.name: value}, {})
+
+
+def _fixed(table: Any, issues: list[Issue]) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(table, dict):
+        issues.append(Issue("set", f"must be a table: \"field.path\" = value. Got {table!r} instead."))
+        return ()
+    return tuple(_flatten(table, ""))
+
+
+def _lanes_fit(chip: dict[str, Any], variables: tuple[Variable, ...], workloads: tuple[Workload, ...], issues: list[Issue]) -> None:
+    """A list of lanes needs one entry per network dimension of every workload."""
+    dims = {len(w.data.get("system", {}).get("network", [])) for w in workloads}
+    lists = [("chip.link_lanes", chip.get("link_lanes"))]
+    lists += [(f"variables.link_lanes[{i}]", c) for v in variables if v.name == "link_lanes" for i, c in enumerate(v.choices)]
+    for where, lanes in lists:
+        if isinstance(lanes, list) and {len(lanes)} != dims:
+            issues.append(Issue(where, f"must give one lane count per network dimension ({', '.join(map(str, sorted(dims)))}). Got {lanes!r} instead."))
 
 
 def _unknown(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, issues: list[Issue]) -> None:
