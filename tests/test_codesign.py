@@ -250,3 +250,23 @@ def test_a_bad_field_path_value_or_lane_list_stops_the_study_before_any_search(t
     r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out")])
     assert r.exit_code == 2
     assert "chip.link_lanes" in r.stderr and "[4, 4, 4]" in r.stderr and "one lane count per network dimension (2)" in r.stderr
+
+
+def test_a_weighted_mix_runs_every_workload_on_the_same_chip(tmp_path):
+    path = tmp_path / "mix.toml"
+    path.write_text(f'[[workload]]\nspec = "{(EXAMPLES / "gpt3_1.5B_a100x4.toml").as_posix()}"\nweight = 1\n'
+                    f'[[workload]]\nspec = "{(EXAMPLES / "llama3_8b_layer.toml").as_posix()}"\nweight = 3\n'
+                    '[codesign]\ntrials = 3\nobjectives = ["throughput"]\n'
+                    '[chip]\nunits = 2080\nmemory_unit_bytes = 524288\nmemory = "hbm2e"\nmemory_units = 4\n'
+                    '[variables]\ncompute_share = [0.5]\n')  # fmt: skip
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(out), "-q", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    best = json.loads(r.stdout)["best"]
+    assert best["final_s"] == pytest.approx((best["final_s_0"] + 3 * best["final_s_1"]) / 4)
+    specs = [load_spec(out / "best_chip.toml"), load_spec(out / "best_chip_1.toml")]
+    assert specs[0].system.accelerator == specs[1].system.accelerator
+    assert specs[0].system.accelerator.cores == 1040 and specs[1].system.memory.dram_bw_GBps == pytest.approx(4 * 460.8)
+    from dfsearch.api import run
+
+    assert [run(s).evaluation.final_s for s in specs] == [best["final_s_0"], best["final_s_1"]]

@@ -58,6 +58,7 @@ class ChipDesign:
 class ChipFigures:
     """What the chip model derives from a design (per chip)."""
 
+    core: Core
     cores: int
     sram_bytes: float
     logic_area_mm2: float  #: compute and memory units
@@ -160,7 +161,7 @@ def chip_figures(design: ChipDesign, core: Core, tech: Technology) -> ChipFigure
     dram_bw = design.memory_units * mem.bandwidth_GBps.value
     dram_j = mem.energy_pJ_per_bit.value * 8e-3  # pJ/bit -> J/GB
     return ChipFigures(
-        cores=cores, sram_bytes=sram, logic_area_mm2=logic, phy_area_mm2=phy, serdes_area_mm2=serdes,
+        core=core, cores=cores, sram_bytes=sram, logic_area_mm2=logic, phy_area_mm2=phy, serdes_area_mm2=serdes,
         die_area_mm2=area, dies_per_wafer=n, die_yield=y, die_cost_usd=cost, peak_gflops=peak,
         compute_power_W=compute_power_W(peak, p), dram_bw_GBps=dram_bw,
         dram_bytes=design.memory_units * mem.capacity_bytes.value, dram_power_J_per_GB=dram_j,
@@ -172,8 +173,12 @@ def chip_figures(design: ChipDesign, core: Core, tech: Technology) -> ChipFigure
 
 
 def spec_edits(f: ChipFigures) -> dict[str, Any]:
-    """The spec field edits (path -> value) that put the chip ``f`` into a spec."""
+    """The spec field edits (path -> value) that put the chip ``f`` into a spec (its core too,
+    so every workload of a mix runs on the same chip)."""
     edits: dict[str, Any] = {
+        "system.accelerator.systolic_width": f.core.systolic_width,
+        "system.accelerator.systolic_height": f.core.systolic_height,
+        "system.accelerator.freq_GHz": f.core.freq_GHz,
         "system.accelerator.cores": f.cores,
         "system.accelerator.sram_bytes": f.sram_bytes,
         "system.memory.dram_bw_GBps": f.dram_bw_GBps,
