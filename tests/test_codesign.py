@@ -264,6 +264,7 @@ def test_a_weighted_mix_runs_every_workload_on_the_same_chip(tmp_path):
     assert r.exit_code == 0, r.output
     best = json.loads(r.stdout)["best"]
     assert best["final_s"] == pytest.approx((best["final_s_0"] + 3 * best["final_s_1"]) / 4)
+    assert (out / "pareto.png").read_bytes().startswith(b"\x89PNG")  # matplotlib: a test extra
     specs = [load_spec(out / "best_chip.toml"), load_spec(out / "best_chip_1.toml")]
     assert specs[0].system.accelerator == specs[1].system.accelerator
     assert specs[0].system.accelerator.cores == 1040 and specs[1].system.memory.dram_bw_GBps == pytest.approx(4 * 460.8)

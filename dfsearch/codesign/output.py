@@ -86,7 +86,43 @@ def write_outputs(result: CodesignResult, folder: Path) -> dict[str, Any]:
         "best": best.row if best else None, "best_chip": written, "pareto": pareto,
     }  # fmt: skip
     _write(folder / "summary.json", json.dumps(_finite(summary), indent=2) + "\n")
+    if _plot(result, pareto, folder / "pareto.png"):
+        summary["plot"] = str(folder / "pareto.png")
     return summary
+
+
+def _plot(result: CodesignResult, pareto: list[dict[str, Any]], path: Path) -> bool:
+    """Throughput against the study's second objective (else power): every feasible design,
+    the front drawn over it; only when matplotlib is installed (the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    names = [n for n in result.study.objectives if n != "throughput"] or ["power"]
+    column = {"cost": "system_cost", "power": "system_power"}[names[0]]
+    rows = [t.row for t in result.trials if t.row["status"] == OK and t.row["repeat_of"] is None]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.scatter([r[column] for r in rows], [r["throughput_per_s"] for r in rows], s=14, color="0.6", label="feasible designs")
+    front = sorted(pareto, key=lambda r: r[column])
+    ax.scatter([r[column] for r in front], [r["throughput_per_s"] for r in front], s=30, color="C3", label="Pareto front")
+    xs = [r[column] for r in rows if r[column] > 0]
+    if xs and max(xs) > 20 * min(xs):
+        ax.set_xscale("log")
+    ax.set_xlabel({"cost": "system cost ($)", "power": "system power (W)"}[names[0]])
+    ax.set_ylabel("throughput (batches / s)")
+    ax.set_title(f"codesign {result.study.name}: {len(rows)} feasible designs")
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as e:
+        raise SpecError(Issue("", f"{path}: cannot write: {e.strerror or e}.")) from None
+    finally:
+        plt.close(fig)
+    return True
 
 
 def _write_best(result: CodesignResult, best: Trial, folder: Path) -> list[str]:
@@ -124,5 +160,6 @@ def summary_lines(result: CodesignResult, summary: dict[str, Any]) -> list[str]:
         lines.append(f"  trial {r['trial']:>4}: {', '.join(f'{n}={r[n]}' for n in names)}: final_s {r['final_s']:.6g}, "
                      f"cost {r['system_cost']:.6g}, power {r['system_power']:.6g}")  # fmt: skip
     if summary["best_chip"]:
-        lines.append(f"wrote {summary['best_chip'][0]} (dfsearch run it) and trials.csv, pareto.csv, pareto.json, summary.json")
+        plot = ", pareto.png" if summary.get("plot") else ""
+        lines.append(f"wrote {summary['best_chip'][0]} (dfsearch run it) and trials.csv, pareto.csv, pareto.json, summary.json{plot}")
     return lines
