@@ -18,6 +18,7 @@ import typer
 
 from dfsearch import __version__
 from dfsearch.codes import Equations, RunStatus
+from dfsearch.codesign.command import codesign_command
 from dfsearch.cost.partition import PartitionPlan
 from dfsearch.errors import DfsearchError, InfeasibleError, SolverUnavailableError, SpecError
 from dfsearch.explain import UNITS, violation_text
@@ -713,8 +714,6 @@ def codesign(
     """Search chip and system parameters (compute/SRAM split, memory and link technology,
     sizes) under area, power and cost budgets with NSGA-II or TPE, the exact mapping search
     inside each trial; print the Pareto front and write the best chip as a runnable spec."""
-    from dfsearch.codesign.command import codesign_command  # the search behind it loads Numba
-
     _check_args(inputs=(study,), outputs={"--json": json_out})
     show = not quiet and json_out != "-"
     try:

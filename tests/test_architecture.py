@@ -202,9 +202,7 @@ ALLOWED_FOR_NOW: dict[tuple[str, str], str] = {}
 #: imports written inside a function that name a module of the package. Only lazy optional
 #: or slow dependencies justify one (the commands of ``cli.py`` load the search, and with
 #: it Numba, only when they run); lower the record in the commit that removes one.
-#: 14 since the ``codesign`` command: like ``run``, ``sweep`` and ``serve`` it loads the search
-#: (Numba) only when it runs.
-MAX_FUNCTION_LEVEL_IMPORTS = 14
+MAX_FUNCTION_LEVEL_IMPORTS = 13
 
 
 def module_files(pkg: Path = PKG) -> dict[str, Path]:

@@ -1,6 +1,6 @@
 """``dfsearch codesign STUDY -o DIR``: load the study, run its trials, write the outputs and
-return the text to print with the summary (the CLI's one entry point into this package,
-imported when the command runs since the search behind it loads Numba)."""
+return the text to print with the summary (the CLI's one entry point into this package;
+importing it is cheap: the search, and Numba with it, load when the first trial runs)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ exact mapping search inside each trial (``dfsearch codesign STUDY -o DIR``).
 Each trial picks one choice per variable; the chip model turns the chip parameters into the
 spec's accelerator, memory and cost fields; a design over the area or chip power budget is
 recorded with the binding budget and not searched; otherwise every workload of the mix is
-searched (``dfsearch.plan.run``) and the trial's objectives are the mix's throughput (one over
+searched (``dfsearch.run``) and the trial's objectives are the mix's throughput (one over
 the weighted mean of the workloads' times per batch), its system cost and its system power
 (the largest over the workloads). The same design proposed again takes its first row.
 Deterministic: the sampler is seeded and trials are asked and told one after another, so a
@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import dfsearch
 from dfsearch.codesign.chip import ChipFigures, chip_figures, spec_edits
 from dfsearch.codesign.study import CodesignStudy
-from dfsearch.plan import run
+from dfsearch.errors import InfeasibleError
 from dfsearch.spec import Spec
 from dfsearch.study.study import cell
 
@@ -149,7 +150,7 @@ def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
     specs = tuple(study.workload_spec(i, values, edits) for i in range(len(study.workloads)))
     times, costs, powers, seconds = [], [], [], 0.0
     for i, spec in enumerate(specs):
-        result = run(spec, seed=spec.search.seed)
+        result = _search(spec)
         seconds += result.search.seconds
         ev = result.evaluation
         row[f"final_s_{i}"] = ev.final_s if ev is not None else None
@@ -168,6 +169,15 @@ def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
     if over is not None:
         return Trial(n, values, {**row, "status": OVER_BUDGET, "binding": over[0], "violation": over[1]}, specs)
     return Trial(n, values, {**row, "status": OK, "binding": None}, specs)
+
+
+def _search(spec: Spec) -> Any:
+    """The exact mapping search of ``dfsearch run`` (the package's lazy entry point, which
+    loads the search and Numba on first use); an infeasible spec gives its full result too."""
+    try:
+        return dfsearch.run(spec, seed=spec.search.seed)
+    except InfeasibleError as exc:
+        return exc.result
 
 
 def best_trial(result: CodesignResult) -> Trial | None:
