@@ -721,6 +721,9 @@ def codesign(
             lines, summary = codesign_command(study, output, show)
     except DfsearchError as exc:
         raise _fail(exc) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted; nothing written. The study is deterministic: run it again to redo its trials.", err=True)
+        raise typer.Exit(130) from None
     if json_out != "-":
         typer.echo("\n".join(lines))
     if json_out:

@@ -271,3 +271,16 @@ def test_a_weighted_mix_runs_every_workload_on_the_same_chip(tmp_path):
     from dfsearch.api import run
 
     assert [run(s).evaluation.final_s for s in specs] == [best["final_s_0"], best["final_s_1"]]
+
+
+def test_ctrl_c_stops_the_study_with_exit_130_and_writes_nothing(tmp_path, monkeypatch):
+    from dfsearch.codesign import runner
+
+    def interrupted(spec):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_search", interrupted)
+    path = _study(tmp_path, '[chip]\nunits = 2080\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.5\n')
+    r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out"), "-q"])
+    assert r.exit_code == 130 and "interrupted" in r.stderr
+    assert not (tmp_path / "out").exists()

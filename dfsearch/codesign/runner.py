@@ -173,11 +173,15 @@ def _evaluate(study: CodesignStudy, n: int, values: dict[str, Any]) -> Trial:
 
 def _search(spec: Spec) -> Any:
     """The exact mapping search of ``dfsearch run`` (the package's lazy entry point, which
-    loads the search and Numba on first use); an infeasible spec gives its full result too."""
+    loads the search and Numba on first use); an infeasible spec gives its full result too.
+    Ctrl-C during the search stops the whole study (KeyboardInterrupt)."""
     try:
-        return dfsearch.run(spec, seed=spec.search.seed)
+        result = dfsearch.run(spec, seed=spec.search.seed)
     except InfeasibleError as exc:
-        return exc.result
+        result = exc.result
+    if result.search.stopped_by == "interrupted":  # Ctrl-C: stop the study, not just this search
+        raise KeyboardInterrupt
+    return result
 
 
 def best_trial(result: CodesignResult) -> Trial | None:
