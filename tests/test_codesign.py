@@ -284,3 +284,23 @@ def test_ctrl_c_stops_the_study_with_exit_130_and_writes_nothing(tmp_path, monke
     r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out"), "-q"])
     assert r.exit_code == 130 and "interrupted" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_topology_and_chip_count_are_variables_like_any_spec_field(tmp_path):
+    path = _study(tmp_path, '[codesign]\ntrials = 6\nobjectives = ["throughput", "cost"]\n'
+                            f"[set]\n{GPT3_175B}"
+                            '[chip]\nunits = 2080\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.7\n'
+                            '[variables]\n"system.network[1].topology" = ["ring", "switch"]\n'
+                            '"system.num_chip" = [8]\n')  # fmt: skip
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    import csv
+
+    rows = {t["system.network[1].topology"]: t for t in csv.DictReader((out / "trials.csv").open()) if not t["repeat_of"]}
+    assert set(rows) == {"ring", "switch"} and all(t["status"] == "ok" for t in rows.values())
+    assert rows["ring"]["system_cost"] != rows["switch"]["system_cost"]  # switch ports are priced
+    from dfsearch.codes import Topology
+
+    best = load_spec(out / "best_chip.toml")
+    assert best.system.network[1].topology in (Topology.RING, Topology.SWITCH)
