@@ -710,6 +710,7 @@ def codesign(
     output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="Folder for trials.csv, pareto.csv, pareto.json, summary.json and best_chip.toml.")],
     json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Also write the summary as JSON to PATH ('-' = stdout).")] = None,  # noqa: UP045
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start trials.csv anew instead of reading back the trials an earlier run of the same study wrote.")] = False,
 ) -> None:
     """Search chip and system parameters (compute/SRAM split, memory and link technology,
     sizes) under area, power and cost budgets with NSGA-II or TPE, the exact mapping search
@@ -718,11 +719,11 @@ def codesign(
     show = not quiet and json_out != "-"
     try:
         with _compile_notice(show):
-            lines, summary = codesign_command(study, output, show)
+            lines, summary = codesign_command(study, output, show, fresh)
     except DfsearchError as exc:
         raise _fail(exc) from None
     except KeyboardInterrupt:
-        typer.echo("interrupted; nothing written. The study is deterministic: run it again to redo its trials.", err=True)
+        typer.echo("interrupted; run the same command again to resume (the finished trials are in trials.csv).", err=True)
         raise typer.Exit(130) from None
     if json_out != "-":
         typer.echo("\n".join(lines))

@@ -273,7 +273,7 @@ def test_a_weighted_mix_runs_every_workload_on_the_same_chip(tmp_path):
     assert [run(s).evaluation.final_s for s in specs] == [best["final_s_0"], best["final_s_1"]]
 
 
-def test_ctrl_c_stops_the_study_with_exit_130_and_writes_nothing(tmp_path, monkeypatch):
+def test_ctrl_c_stops_the_study_with_exit_130(tmp_path, monkeypatch):
     from dfsearch.codesign import runner
 
     def interrupted(spec):
@@ -282,8 +282,8 @@ def test_ctrl_c_stops_the_study_with_exit_130_and_writes_nothing(tmp_path, monke
     monkeypatch.setattr(runner, "_search", interrupted)
     path = _study(tmp_path, '[chip]\nunits = 2080\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.5\n')
     r = CliRunner().invoke(app, ["codesign", str(path), "-o", str(tmp_path / "out"), "-q"])
-    assert r.exit_code == 130 and "interrupted" in r.stderr
-    assert not (tmp_path / "out").exists()
+    assert r.exit_code == 130 and "interrupted" in r.stderr and "resume" in r.stderr
+    assert len((tmp_path / "out" / "trials.csv").read_text().splitlines()) == 1  # the header: no trial finished
 
 
 def test_topology_and_chip_count_are_variables_like_any_spec_field(tmp_path):
@@ -304,3 +304,40 @@ def test_topology_and_chip_count_are_variables_like_any_spec_field(tmp_path):
 
     best = load_spec(out / "best_chip.toml")
     assert best.system.network[1].topology in (Topology.RING, Topology.SWITCH)
+
+
+def test_a_second_run_reads_the_trials_back_and_an_interrupted_one_resumes(tmp_path, monkeypatch):
+    from dfsearch.codesign import runner
+
+    path = _study(tmp_path, '[codesign]\ntrials = 8\nobjectives = ["throughput", "power"]\n'
+                            f"[set]\n{GPT3_175B}"
+                            '[chip]\nmemory_unit_bytes = 524288\nmemory = "hbm"\ncompute_share = 0.6\n'
+                            '[variables]\nunits = [2080, 4160, 8320, 16640]\n[budget]\narea_mm2 = 400\n')  # fmt: skip
+    out = tmp_path / "out"
+    args = ["codesign", str(path), "-o", str(out), "-q"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    table = (out / "trials.csv").read_text()
+    search = runner._search
+
+    def refuse(spec):
+        raise AssertionError("searched again")
+
+    monkeypatch.setattr(runner, "_search", refuse)
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert (out / "trials.csv").read_text() == table  # every row read back, none searched
+    assert (out / "best_chip.toml").is_file()
+
+    lines = table.splitlines()
+    (out / "trials.csv").write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])  # one row, a cut line
+    monkeypatch.setattr(runner, "_search", search)
+    assert CliRunner().invoke(app, args).exit_code == 0
+    resumed = (out / "trials.csv").read_text().splitlines()
+    assert len(resumed) == len(lines) and resumed[:2] == lines[:2]
+    column = lines[0].split(",").index("seconds")
+    assert [x.split(",")[:column] for x in resumed] == [x.split(",")[:column] for x in lines]
+
+    path.write_text(path.read_text() + "# changed\n")
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2 and "another version of the study" in r.stderr and "--fresh" in r.stderr
+    assert CliRunner().invoke(app, [*args, "--fresh"]).exit_code == 0

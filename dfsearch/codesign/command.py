@@ -9,17 +9,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dfsearch.codesign.output import summary_lines, write_outputs
+from dfsearch.codesign.output import columns, summary_lines, write_outputs
+from dfsearch.codesign.resume import DIGEST, TrialWriter, read_previous, study_digest
 from dfsearch.codesign.runner import run_codesign
 from dfsearch.codesign.study import load_codesign
 
 __all__ = ["codesign_command", "trial_printer"]
 
 
-def codesign_command(study: Path, output: Path, show_progress: bool) -> tuple[list[str], dict[str, Any]]:
-    """Run the study at ``study``; write into ``output``; (lines to print, summary)."""
+def codesign_command(study: Path, output: Path, show_progress: bool, fresh: bool = False) -> tuple[list[str], dict[str, Any]]:
+    """Run the study at ``study``; write into ``output`` (``trials.csv`` row by row: run again
+    after an interrupt, the trials already there are read back); (lines to print, summary)."""
     s = load_codesign(study)
-    result = run_codesign(s, progress=trial_printer() if show_progress else None)
+    header, digest = columns(s), study_digest(s)
+    table = output / "trials.csv"
+    previous = read_previous(table, header, digest, fresh, s.file)
+    writer = TrialWriter(table, header)
+    try:
+        result = run_codesign(s, progress=trial_printer() if show_progress else None, previous=previous,
+                              on_row=lambda row: writer.write({**row, DIGEST: digest}))  # fmt: skip
+    finally:
+        writer.close()
     summary = write_outputs(result, output)
     return summary_lines(result, summary), summary
 

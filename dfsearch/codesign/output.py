@@ -5,14 +5,14 @@ printed."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from dfsearch.codesign.runner import OK, CodesignResult, Trial, best_trial
+from dfsearch.codesign.resume import DIGEST, csv_text, study_digest
+from dfsearch.codesign.runner import OK, CodesignResult, Trial, best_trial, trial_specs
+from dfsearch.codesign.study import CodesignStudy
 from dfsearch.errors import Issue, SpecError
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.study.pareto import pareto_front
@@ -23,10 +23,10 @@ _CHIP = ("cores", "sram_MB", "die_area_mm2", "die_yield", "chip_price", "chip_po
 _RESULT = ("final_s", "throughput_per_s", "system_cost", "system_power", "seconds")
 
 
-def columns(result: CodesignResult) -> list[str]:
-    s = result.study
+def columns(s: CodesignStudy) -> list[str]:
+    """The columns of ``trials.csv`` (and ``pareto.csv``)."""
     per = [f"final_s_{i}" for i in range(len(s.workloads))]
-    return ["trial", *(v.name for v in s.variables), "status", "binding", "violation", "repeat_of", *_CHIP, *per, *_RESULT]
+    return ["trial", *(v.name for v in s.variables), "status", "binding", "violation", "repeat_of", *_CHIP, *per, *_RESULT, DIGEST]
 
 
 def front(result: CodesignResult) -> list[dict[str, Any]]:
@@ -46,15 +46,6 @@ def _write(path: Path, text: str) -> None:
         raise SpecError(Issue("", f"{path}: cannot write: {e.strerror or e}.")) from None
 
 
-def _csv_text(header: list[str], rows: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    for r in rows:
-        w.writerow(["" if r.get(c) is None else (repr(r[c]) if isinstance(r[c], float) else r[c]) for c in header])
-    return buf.getvalue()
-
-
 def _finite(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
@@ -71,11 +62,12 @@ def write_outputs(result: CodesignResult, folder: Path) -> dict[str, Any]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SpecError(Issue("", f"{folder}: cannot create the output folder: {e.strerror or e}.")) from None
-    header = columns(result)
-    rows = [t.row for t in result.trials]
-    _write(folder / "trials.csv", _csv_text(header, rows))
+    header = columns(result.study)
+    digest = study_digest(result.study)
+    rows = [{**t.row, DIGEST: digest} for t in result.trials]
+    _write(folder / "trials.csv", csv_text(header, rows))
     pareto = front(result)
-    _write(folder / "pareto.csv", _csv_text(header, pareto))
+    _write(folder / "pareto.csv", csv_text(header, pareto))
     _write(folder / "pareto.json", json.dumps(_finite(pareto), indent=2) + "\n")
     best = best_trial(result)
     written = _write_best(result, best, folder) if best else []
@@ -128,7 +120,7 @@ def _plot(result: CodesignResult, pareto: list[dict[str, Any]], path: Path) -> b
 def _write_best(result: CodesignResult, best: Trial, folder: Path) -> list[str]:
     out = []
     values = ", ".join(f"{k} = {v}" for k, v in best.values.items())
-    for i, spec in enumerate(best.specs or ()):
+    for i, spec in enumerate(best.specs or trial_specs(result.study, best.values)):
         path = folder / ("best_chip.toml" if i == 0 else f"best_chip_{i}.toml")
         r = best.row
         header = (f"The best chip of the co-design study {result.study.file} (trial {best.number}: {values}),\n"

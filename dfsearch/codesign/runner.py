@@ -26,7 +26,7 @@ from dfsearch.errors import InfeasibleError
 from dfsearch.spec import Spec
 from dfsearch.study.study import cell
 
-__all__ = ["Trial", "CodesignResult", "run_codesign", "best_trial"]
+__all__ = ["Trial", "CodesignResult", "run_codesign", "best_trial", "trial_specs"]
 
 #: status words of a trial row
 OK, OVER_BUDGET, NO_MAPPING, INVALID = "ok", "over_budget", "no_mapping", "invalid"
@@ -75,26 +75,42 @@ def _sampler(study: CodesignStudy) -> Any:
     return optuna.create_study(directions=directions, sampler=sampler)
 
 
-def run_codesign(study: CodesignStudy, progress: Progress | None = None) -> CodesignResult:
-    """Run the study's trials (its ``trials`` budget) and return every trial in order."""
+def run_codesign(
+    study: CodesignStudy,
+    progress: Progress | None = None,
+    previous: dict[int, dict[str, Any]] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> CodesignResult:
+    """Run the study's trials (its ``trials`` budget) and return every trial in order.
+    ``previous``: rows of an earlier run (trial number -> row); a trial that asks for the same
+    variable values takes its row instead of being searched. ``on_row`` gets each row."""
     t0 = time.perf_counter()
     sampler = _sampler(study)
     seen: dict[tuple[int, ...], Trial] = {}
     out: list[Trial] = []
+    ran = 0
     for n in range(study.trials):
         ask = sampler.ask()
         choice = tuple(ask.suggest_categorical(v.name, list(range(len(v.choices)))) for v in study.variables)
         values = {v.name: v.choices[c] for v, c in zip(study.variables, choice)}
-        old = seen.get(choice)
-        trial = Trial(n, values, {**old.row, "trial": n, "repeat_of": old.number}, old.specs) if old else _evaluate(study, n, values)
-        seen.setdefault(choice, trial)
+        old, before = seen.get(choice), (previous or {}).get(n)
+        if before is not None and all(before.get(v.name) == cell(values[v.name]) for v in study.variables):
+            trial = Trial(n, values, before, None)
+        elif old is not None:
+            trial = Trial(n, values, {**old.row, "trial": n, "repeat_of": old.number}, old.specs)
+        else:
+            trial, ran = _evaluate(study, n, values), ran + 1
+        if trial.row["repeat_of"] is None:
+            seen.setdefault(choice, trial)
         out.append(trial)
+        if on_row is not None:
+            on_row(trial.row)
         ask.set_user_attr("violation", float(trial.row["violation"]))
         if hasattr(ask, "set_constraint"):
             ask.set_constraint("budget", float(trial.row["violation"]))
         sampler.tell(ask, _objectives(trial.row, study.objectives))
         if progress is not None:
-            progress(n + 1, study.trials, time.perf_counter() - t0, n + 1)
+            progress(n + 1, study.trials, time.perf_counter() - t0, max(ran, 1))
     return CodesignResult(study, tuple(out), time.perf_counter() - t0)
 
 
@@ -182,6 +198,14 @@ def _search(spec: Spec) -> Any:
     if result.search.stopped_by == "interrupted":  # Ctrl-C: stop the study, not just this search
         raise KeyboardInterrupt
     return result
+
+
+def trial_specs(study: CodesignStudy, values: dict[str, Any]) -> tuple[Spec, ...]:
+    """The workloads' specs of a design (for a trial read back from an earlier run)."""
+    design = study.design(values)
+    figures = chip_figures(design, study.core(study.workload_spec(0, values, {})), study.tech)
+    edits = spec_edits(figures)
+    return tuple(study.workload_spec(i, values, edits) for i in range(len(study.workloads)))
 
 
 def best_trial(result: CodesignResult) -> Trial | None:
