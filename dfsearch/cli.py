@@ -18,6 +18,7 @@ import typer
 
 from dfsearch import __version__
 from dfsearch.codes import Equations, RunStatus
+from dfsearch.codesign.command import codesign_command
 from dfsearch.cost.partition import PartitionPlan
 from dfsearch.errors import DfsearchError, InfeasibleError, SolverUnavailableError, SpecError
 from dfsearch.explain import UNITS, violation_text
@@ -706,6 +707,33 @@ def sweep(
         typer.echo("\n".join(lines))
     if json_out:
         _write_json(_finite(data), json_out)
+
+
+@app.command()
+def codesign(
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Co-design study (TOML): workloads, chip and system variables, budgets, objectives, sampler, trials, seed; docs/codesign.md.")],
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="Folder for trials.csv, pareto.csv, pareto.json, summary.json and best_chip.toml.")],
+    json_out: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Also write the summary as JSON to PATH ('-' = stdout).")] = None,  # noqa: UP045
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start trials.csv anew instead of reading back the trials an earlier run of the same study wrote.")] = False,
+) -> None:
+    """Search chip and system parameters (compute/SRAM split, memory and link technology,
+    sizes) under area, power and cost budgets with NSGA-II or TPE, the exact mapping search
+    inside each trial; print the Pareto front and write the best chip as a runnable spec."""
+    _check_args(inputs=(study,), outputs={"--json": json_out})
+    show = not quiet and json_out != "-"
+    try:
+        with _compile_notice(show):
+            lines, summary = codesign_command(study, output, show, fresh)
+    except DfsearchError as exc:
+        raise _fail(exc) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted; run the same command again to resume (the finished trials are in trials.csv).", err=True)
+        raise typer.Exit(130) from None
+    if json_out != "-":
+        typer.echo("\n".join(lines))
+    if json_out:
+        _write_json(_finite(summary), json_out)
 
 
 def _dry_run(path: Path, s: Any) -> None:

@@ -190,6 +190,9 @@ LAYER_OF = {
     "": "API/CLI", "__main__": "API/CLI", "api": "API/CLI", "cli": "API/CLI",
     "check": "API/CLI", "study": "API/CLI",
     "capacity": "API/CLI",
+    # co-design: the command and its study are API/CLI; the cited technology catalogue is data,
+    # the chip's area, yield, cost and power model is model
+    "codesign": "API/CLI", "codesign.technology": "data", "codesign.chip": "model",
 }
 
 #: upward imports still to remove: (importer, imported) -> why it is still there. Empty: a
