@@ -427,6 +427,6 @@ def test_a_tie_at_the_answers_cost_says_what_decided_it():
     dear = met(ServeMode.COLOCATED, 1, 5, -0.9)  # 5 chips: not a tie
     (line,) = _tie_lines([colo, split, dear], split)
     assert line.startswith("  why this one: 2 deployments meet the SLOs at $8.00/h and 4 chips; it wins on headroom "
-                           "(worst P99 at 50% of its SLO against 80% for co-located: 2 x (TP 2 x PP 1)")
+                           "(worst P99 at 50.0% of its SLO against 80.0% for co-located: 2 x (TP 2 x PP 1)")
     assert _tie_lines([split, dear], split) == []
     assert dollars_per_mtok(split) == pytest.approx(8.0 * 1e6 / (1000.0 * 3600))

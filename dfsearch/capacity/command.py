@@ -256,8 +256,8 @@ def _tie_lines(outcomes, b: Outcome) -> list[str]:
            "headroom" if max(b.ttft_excess, b.tpot_excess) < max(o.ttft_excess, o.tpot_excess) else
            "mode (co-located first)" if b.candidate.mode is ServeMode.COLOCATED else "the order looked at")
     return [f"  why this one: {len(same) + 1} deployments meet the SLOs at ${b.dollars_per_hour:,.2f}/h and "
-            f"{b.candidate.chips} chips; it wins on {why} (worst P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} "
-            f"of its SLO against {1 + max(o.ttft_excess, o.tpot_excess):.0%} for {o.candidate.describe()})"]
+            f"{b.candidate.chips} chips; it wins on {why} (worst P99 at {1 + max(b.ttft_excess, b.tpot_excess):.1%} "
+            f"of its SLO against {1 + max(o.ttft_excess, o.tpot_excess):.1%} for {o.candidate.describe()})"]
 
 
 def _cheaper(outcomes, dollars: float) -> str:
