@@ -756,7 +756,8 @@ def serve(
     """Find the cheapest deployment (chip, co-located or split prefill/decode, TP x PP per
     pool, replicas, batch cap, chunk size) that serves the spec's request rate (serve.rate_per_s)
     within its P99 TTFT and P99 TPOT SLOs (serve.ttft_p99_s, serve.tpot_p99_s), and say what
-    binds. Exit 1 when no deployment meets them."""
+    binds. Exhaustive up to serve.exhaustive_limit deployments, sampled (TPE, not proven) above.
+    Exit 1 when no deployment meets them."""
     _check_args(inputs=(spec,), outputs={"--json": json_out, "--csv": csv_out})
     from dfsearch.capacity.command import serve as serve_search  # loads the search (Numba)
 

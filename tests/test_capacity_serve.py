@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from dfsearch.capacity.deployments import (
     Candidate,
     Slos,
     outcome,
+    pruned,
     run_colocated,
     run_decode_pool,
     run_prefill_pool,
@@ -31,7 +33,7 @@ from dfsearch.capacity.mapped_steps import (
     replica_model,
 )
 from dfsearch.capacity.sampled import sample
-from dfsearch.capacity.search import search
+from dfsearch.capacity.search import limits, search, space_size
 from dfsearch.capacity.serve_spec import serve_table
 from dfsearch.capacity.steps import AffineSteps
 from dfsearch.capacity.traffic import Requests, requests
@@ -126,7 +128,9 @@ BASE = {"rate_per_s": 4.0, "requests": 300, "ttft_p99_s": 0.5, "tpot_p99_s": 0.0
     ({"prompt": {"dist": "uniform", "lo": 9, "hi": 3}}, "t.toml: serve.prompt.hi must be an integer >= lo (9)"),
     ({"output": 5}, "t.toml: serve.output must be a table with dist"),
     ({"memory_fraction": 1.5}, "t.toml: serve.memory_fraction must be a number > 0 and <= 1. Got 1.5"),
-    ({"sampler": "random"}, "t.toml: serve.sampler must be one of ('exhaustive', 'tpe', 'nsga2'). Got 'random'"),
+    ({"sampler": "random"}, "t.toml: serve.sampler must be one of ('auto', 'exhaustive', 'tpe', 'nsga2'). Got "
+                            "'random'"),
+    ({"exhaustive_limit": 0}, "t.toml: serve.exhaustive_limit must be an integer >= 1. Got 0 instead."),
     ({"trials": 0}, "t.toml: serve.trials must be an integer >= 1. Got 0 instead."),
 ])
 def test_a_bad_serve_key_names_the_file_the_field_the_value_and_what_was_expected(change, message):
@@ -365,3 +369,64 @@ def test_above_an_answer_missing_some_requests_the_front_reaches_full_goodput_at
     assert full > got.best.dollars_per_hour
     assert (got.front[-1].dollars_per_hour, got.front[-1].goodput_per_s) == (full, serve.rate_per_s)
     assert got.best.dollars_per_hour in [o.dollars_per_hour for o in got.front]  # the answer stays on it
+
+
+@pytest.mark.parametrize("modes", [["colocated"], ["disaggregated"], ["colocated", "disaggregated"]])
+def test_the_space_size_counts_every_deployment_an_enumeration_lists(modes):
+    serve, _, _ = _tiny(modes, tp=[1, 2, 4], pp=[1, 2], max_chips=9)
+    shapes = [Shape(t, p) for t in serve.tp for p in serve.pp if t * p <= serve.max_chips]
+    limits_ = list(itertools.product(serve.batch_caps, serve.chunk_tokens))
+    listed = 0
+    for a in shapes:
+        if "colocated" in modes:
+            listed += sum(1 for r in range(1, 100) if r * a.chips <= serve.max_chips) * len(limits_)
+        if "disaggregated" in modes:
+            for b in shapes:
+                pairs = [(p, d) for p in range(1, 100) for d in range(1, 100)
+                         if p * a.chips + d * b.chips <= serve.max_chips]
+                listed += len(pairs) * len(limits_)
+    assert space_size(serve) == listed > 0
+
+
+def test_the_limits_say_whether_the_kv_cache_or_the_batch_cap_limits_the_batch():
+    """_tiny's replicas: 4e6 KV bytes per chip at 1000 bytes per token; mean context =
+    mean prompt + half the output (16 tokens)."""
+    serve, reqs, model_of = _tiny(["colocated"])
+    context = float(reqs.prompt_tokens.mean()) + 8.0
+    one, two = Shape(1, 1), Shape(2, 1)
+    models = {s: model_of(s) for s in (one, two)}
+    held = {s: int(s.chips * 4e6 / (1000.0 * context)) for s in (one, two)}
+    assert held[one] < 50 < held[two]  # about 32 and 64 sequences: TP 1 below a cap of 50, TP 2 above
+    slos = Slos(1.0, 1.0, 1.0)
+
+    def best(shape, cap, preemptions=0):
+        o = pruned(Candidate(ServeMode.COLOCATED, shape, 1, cap, 64), slos, "")
+        return replace(o, preemptions=preemptions)
+
+    (kv,) = limits(best(one, 50), models, reqs, serve)
+    assert kv.startswith(f"KV cache: a TP 1 x PP 1 replica holds about {held[one]} sequences") and "below the batch cap 50" in kv
+    cap, largest, pre = limits(best(two, 8, preemptions=3), models, reqs, serve)
+    assert cap.startswith("batch cap 8: ") and f"would hold about {held[two]} sequences" in cap
+    assert largest == "batch cap 8 is the largest searched (serve.batch_caps): larger caps were not tried"
+    assert pre == "3 preemptions: the KV cache ran out under load"
+    assert len(limits(best(two, 2), models, reqs, serve)) == 1  # 2 is not the largest cap
+
+
+def test_a_tie_at_the_answers_cost_says_what_decided_it():
+    from dfsearch.capacity.command import _tie_lines, dollars_per_mtok
+
+    slos = Slos(1.0, 1.0, 4.0)
+
+    def met(mode, tp, replicas, worst, goodput=4.0, prefill=None):
+        c = Candidate(mode, Shape(tp, 1, "", 2.0), replicas, 8, 64, *(prefill or ()))
+        return replace(pruned(c, slos, ""), ttft_excess=worst, tpot_excess=worst - 0.1, goodput_per_s=goodput,
+                       output_tokens_per_s=1000.0)
+
+    split = met(ServeMode.DISAGGREGATED, 1, 2, -0.5, prefill=(Shape(2, 1, "", 2.0), 1))  # 4 chips, $8/h
+    colo = met(ServeMode.COLOCATED, 2, 2, -0.2)  # 4 chips, $8/h, less headroom
+    dear = met(ServeMode.COLOCATED, 1, 5, -0.9)  # 5 chips: not a tie
+    (line,) = _tie_lines([colo, split, dear], split)
+    assert line.startswith("  why this one: 2 deployments meet the SLOs at $8.00/h and 4 chips; it wins on headroom "
+                           "(worst P99 at 50.0% of its SLO against 80.0% for co-located: 2 x (TP 2 x PP 1)")
+    assert _tie_lines([split, dear], split) == []
+    assert dollars_per_mtok(split) == pytest.approx(8.0 * 1e6 / (1000.0 * 3600))

@@ -209,3 +209,21 @@ def test_a_sampled_search_says_it_sampled_in_the_report_and_the_json(tmp_path):
     assert exact["sampled"] is None  # on this small space 40 trials find the exhaustive answer
     assert (answer["best"]["dollars_per_hour"], answer["best"]["chips"]) == (exact["best"]["dollars_per_hour"],
                                                                              exact["best"]["chips"])
+
+
+def test_auto_samples_above_the_exhaustive_limit_and_says_so(tmp_path):
+    """sampler = "auto" (the default): exhaustive while the space holds at most
+    serve.exhaustive_limit deployments, TPE above it; the report and --json say which ran."""
+    from dfsearch.capacity.search import space_size
+
+    size = space_size(read_serve_spec(small_spec(tmp_path))[1])
+    exact = json.loads(invoke("serve", small_spec(tmp_path, **{"max_chips = 64": f"max_chips = 8\n"
+                                                               f"exhaustive_limit = {size}"}), "--json", "-").output)
+    assert exact["sampled"] is None and exact["deployments_in_space"] == size
+    spec = small_spec(tmp_path, **{"max_chips = 64": f"max_chips = 8\nexhaustive_limit = {size - 1}\ntrials = 30"})
+    r = invoke("serve", spec)
+    assert r.exit_code == 0, r.output
+    assert (f"sampled, not exhaustive (auto: {size:,} deployments > serve.exhaustive_limit = {size - 1:,}; TPE, "
+            "seed 0, 30 trials): not proven the cheapest") in r.output
+    sampled = json.loads(invoke("serve", spec, "--json", "-").output)
+    assert sampled["sampled"].startswith("auto: ") and sampled["simulations"] <= 30

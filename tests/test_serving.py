@@ -381,3 +381,26 @@ def test_mean_context_is_linear_in_the_step():
     mean = sum(p + i + 1 for i in range(o)) / o
     assert mean == p + (o + 1) / 2
     assert serving_context(p, o) == math.ceil(p + o / 2) == 4160
+
+
+def test_a_searched_batch_at_its_ceiling_says_the_ceiling_binds():
+    """Throughput grows with the batch here (the decode batch sweep of docs/serving.md), so
+    the search takes the largest power of two <= max_batch_size and says the ceiling binds;
+    a latency objective takes batch 1, below the ceiling: no note."""
+    r = _run(example(batch=0, objective="throughput", workload="max_batch_size = 12"))
+    assert r.evaluation.decision.micro_batch_size == 8
+    assert ("batch 8 is the largest searched (workload.max_batch_size = 12): the ceiling binds, a larger "
+            "batch was not tried; raise workload.max_batch_size to search past it") in r.search.notes
+    low = _run(example(batch=0, workload="max_batch_size = 12"))
+    assert low.evaluation.decision.micro_batch_size == 1
+    assert not any("largest searched" in n for n in low.search.notes)
+
+
+def test_a_serving_rows_throughput_is_steps_per_second_of_the_system_not_one_over_latency():
+    """TP 8 x PP 2: two batches in flight, so the system's steps per second (tokens/s over
+    batch x tokens per step) exceed 1 / TPOT."""
+    from dfsearch.study.point import Task, run_point
+
+    row = run_point(Task(0, example(tp=8, pp=2, batch=4), 0))
+    assert row["throughput_per_s"] == pytest.approx(row["tokens_per_s"] / (row["batch"] * 1), rel=1e-12)
+    assert row["throughput_per_s"] > 1.5 / row["final_s"]

@@ -28,7 +28,7 @@ from dfsearch.capacity.mapped_steps import (
     replica_model,
 )
 from dfsearch.capacity.sampled import sample
-from dfsearch.capacity.search import SearchResult, search
+from dfsearch.capacity.search import SearchResult, search, space_size
 from dfsearch.capacity.serve_spec import ChipOption, ServeSpec, read_serve_spec
 from dfsearch.capacity.spec_measure import SpecMeasure, chip_data
 from dfsearch.capacity.traffic import requests
@@ -41,7 +41,7 @@ __all__ = ["serve", "Answer", "answer", "chip_dram_bytes", "COLUMNS"]
 COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
            "chip", "tp", "pp",
            "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-           "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "preemptions",
+           "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "preemptions",
            "ttft_excess", "tpot_excess", "meets_slos", "note")
 
 
@@ -51,6 +51,7 @@ class Answer:
     result: SearchResult
     step_searches: int
     step_points: int = 0  #: step points used (searched or read from a step cache)
+    space_size: int = 0  #: deployments in the space (``search.space_size``)
 
 
 def answer(path: Path, step_cache: Path | None = None) -> Answer:
@@ -71,10 +72,17 @@ def answer(path: Path, step_cache: Path | None = None) -> Answer:
     def model_of(shape: Shape):
         return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip], **grids)
 
-    result = search(serve, reqs, model_of) if serve.sampler == "exhaustive" else sample(serve, reqs, model_of)
+    size = space_size(serve)
+    if serve.sampler in ("tpe", "nsga2"):
+        result = sample(serve, reqs, model_of)
+    elif serve.sampler == "auto" and size > serve.exhaustive_limit:
+        result = sample(serve, reqs, model_of, "tpe", f"auto: {size:,} deployments > serve.exhaustive_limit = "
+                        f"{serve.exhaustive_limit:,}")
+    else:
+        result = search(serve, reqs, model_of)
     if step_cache is not None and cache.searches:
         step_store.save(step_cache, cache.digest, cache.entries())
-    return Answer(serve, result, cache.searches, len(cache.entries()))
+    return Answer(serve, result, cache.searches, len(cache.entries()), size)
 
 
 def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
@@ -131,9 +139,16 @@ def row(o: Outcome) -> dict:
             "replicas": c.replicas, "batch_cap": c.batch_cap, "chunk_tokens": c.chunk_tokens,
             "ttft_p50_s": o.ttft[0], "ttft_p99_s": o.ttft[1], "tpot_p50_s": o.tpot[0], "tpot_p99_s": o.tpot[1],
             "e2e_p99_s": o.e2e_p99_s, "goodput_per_s": o.goodput_per_s, "slo_attainment": o.slo_attainment,
-            "output_tokens_per_s": o.output_tokens_per_s, "preemptions": o.preemptions,
+            "output_tokens_per_s": o.output_tokens_per_s, "dollars_per_mtok": dollars_per_mtok(o),
+            "preemptions": o.preemptions,
             "ttft_excess": o.ttft_excess, "tpot_excess": o.tpot_excess,
             "meets_slos": o.feasible and not o.note, "note": o.note}
+
+
+def dollars_per_mtok(o: Outcome) -> float:
+    """Dollars per million output tokens: the price per hour over the output tokens of an
+    hour at the simulated rate (NaN when not simulated)."""
+    return o.dollars_per_hour * 1e6 / (o.output_tokens_per_s * 3600.0) if o.output_tokens_per_s > 0 else math.nan
 
 
 def csv_text(outcomes) -> str:
@@ -156,6 +171,7 @@ def to_json(a: Answer) -> dict:
             "closest": None if r.best else (clean(row(r.closest)) if r.closest else None),
             "front": [clean(row(o)) for o in r.front], "looked_at": len(r.outcomes),
             "simulations": r.simulations, "stopped_by_budget": r.stopped, "sampled": r.sampled or None, "step_searches": a.step_searches,
+            "deployments_in_space": a.space_size, "limits": list(r.limits),
             "unfit_shapes": [{"chip": s.chip, "tp": s.tp, "pp": s.pp, "why": why} for s, why in r.unfit],
             "load": [{"pool": p, "prefill_busy_at_least": a_, "decode_busy_at_least": b_} for p, a_, b_ in r.load]}
 
@@ -173,8 +189,8 @@ def report(path: Path, a: Answer) -> list[str]:
              f"searched: modes {', '.join(m.label for m in s.modes)}; TP {list(s.tp)} x PP {list(s.pp)}; batch caps "
              f"{list(s.batch_caps)}; chunks {list(s.chunk_tokens)}; <= {s.max_chips} chips; "
              + (f"STOPPED at serve.max_simulations = {s.max_simulations}: the answer is the cheapest found, "
-                "not proven" if r.stopped else f"sampled, not exhaustive ({r.sampled})" if r.sampled
-                else "exhaustive with bounds (docs/serving.md)")
+                "not proven" if r.stopped else f"sampled, not exhaustive ({r.sampled}): not proven the cheapest"
+                if r.sampled else f"exhaustive with bounds over {a.space_size:,} deployments (docs/serving.md)")
              + f": {len(r.outcomes)} deployments looked at, {r.simulations} simulations, "
              f"{a.step_searches} step searches (each point searched once"
              + (", others read from --step-cache)" if a.step_searches < a.step_points else ")")]
@@ -185,12 +201,13 @@ def report(path: Path, a: Answer) -> list[str]:
     lines += [f"best: {b.candidate.describe()}",
               f"  cost ${b.dollars_per_hour:,.2f}/h, goodput "
               f"{b.goodput_per_s:.4g} requests/s ({b.slo_attainment:.1%} meet both SLOs), "
-              f"{b.output_tokens_per_s:,.0f} output tokens/s",
+              f"{b.output_tokens_per_s:,.0f} output tokens/s, ${dollars_per_mtok(b):.3g} per million output tokens",
               f"  TTFT P50 {b.ttft[0]:.4g} s, P99 {b.ttft[1]:.4g} s; " + (
                   "no TPOT (one-token outputs)" if math.isnan(b.tpot[1]) else
                   f"TPOT P50 {b.tpot[0] * 1e3:.4g} ms, P99 {b.tpot[1] * 1e3:.4g} ms") +
               f"; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
               f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
+    lines += _tie_lines(r.outcomes, b)
     for pool, pre, dec in r.load:
         lines.append(f"  load ({pool}): at least {pre:.0%} of the time prefilling and {dec:.0%} decoding "
                      "(the least work per request x the rate / replicas)")
@@ -211,6 +228,7 @@ def report(path: Path, a: Answer) -> list[str]:
     elif u is not None:
         lines.append(f"  binds: the {u.binding} SLO -- cheaper, the nearest miss breaks it by "
                      f"{max(u.ttft_excess, u.tpot_excess):+.0%}")
+    lines += [f"  limits: {x}" for x in r.limits]
     lines.append("  cheaper: " + _cheaper(r.outcomes, b.dollars_per_hour))
     if u is not None:
         lines.append(f"  nearest miss: {u.candidate.describe()}: {_slo_line(u, s)}")
@@ -224,6 +242,22 @@ def report(path: Path, a: Answer) -> list[str]:
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
     return lines
+
+
+def _tie_lines(outcomes, b: Outcome) -> list[str]:
+    """Why this one among the deployments meeting the SLOs at the answer's cost and chips:
+    the order of ``search.rank`` after them (goodput, then headroom, then co-located)."""
+    same = [o for o in outcomes if o.feasible and not o.note and o is not b
+            and round(o.dollars_per_hour, 6) == round(b.dollars_per_hour, 6) and o.candidate.chips == b.candidate.chips]
+    if not same:
+        return []
+    o = max(same, key=lambda o: (o.goodput_per_s, -max(o.ttft_excess, o.tpot_excess)))
+    why = ("goodput" if b.goodput_per_s > o.goodput_per_s else
+           "headroom" if max(b.ttft_excess, b.tpot_excess) < max(o.ttft_excess, o.tpot_excess) else
+           "mode (co-located first)" if b.candidate.mode is ServeMode.COLOCATED else "the order looked at")
+    return [f"  why this one: {len(same) + 1} deployments meet the SLOs at ${b.dollars_per_hour:,.2f}/h and "
+            f"{b.candidate.chips} chips; it wins on {why} (worst P99 at {1 + max(b.ttft_excess, b.tpot_excess):.1%} "
+            f"of its SLO against {1 + max(o.ttft_excess, o.tpot_excess):.1%} for {o.candidate.describe()})"]
 
 
 def _cheaper(outcomes, dollars: float) -> str:

@@ -14,8 +14,13 @@ again is not simulated again. The trial's value, minimised:
 
 with C = max_chips x the dearest chip's price (more than any deployment costs), so every
 deployment meeting the SLOs beats every one that does not, and a nearer miss beats a
-farther one. The answer is the best proposal by the exhaustive search's order
-(``search.rank``): sampled, not exhaustive -- nothing proves it the cheapest.
+farther one. NSGA-II has a second objective, the goodput (maximised; 0 for one that cannot
+run), so its population spreads along the cost vs goodput front. The answer is the best
+proposal by the exhaustive search's order (``search.rank``): sampled, not exhaustive --
+nothing proves it the cheapest.
+
+``sampler = "auto"`` (the default) samples with TPE when the space holds more than
+``exhaustive_limit`` deployments (``search.space_size``); ``why`` says so in the report.
 """
 
 from __future__ import annotations
@@ -34,7 +39,15 @@ from dfsearch.capacity.deployments import (
     transfer_s,
 )
 from dfsearch.capacity.mapped_steps import ReplicaModel, Shape
-from dfsearch.capacity.search import ModelOf, SearchResult, load, pareto, rank, replica_models
+from dfsearch.capacity.search import (
+    ModelOf,
+    SearchResult,
+    limits,
+    load,
+    pareto,
+    rank,
+    replica_models,
+)
 from dfsearch.capacity.serve_spec import ServeSpec
 from dfsearch.capacity.traffic import Requests
 from dfsearch.codes import ServeMode
@@ -42,18 +55,22 @@ from dfsearch.codes import ServeMode
 __all__ = ["sample"]
 
 
-def sample(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
-    """The best of ``serve.trials`` sampled deployments (module docstring)."""
+def sample(serve: ServeSpec, reqs: Requests, model_of: ModelOf, sampler: str = "",
+           why: str = "") -> SearchResult:
+    """The best of ``serve.trials`` sampled deployments (module docstring); ``sampler``:
+    "tpe" or "nsga2" (default: ``serve.sampler``), ``why``: how it was chosen, for the report."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    name = sampler or serve.sampler
     models, unfit = replica_models(serve, model_of)
     shapes = sorted(models, key=lambda s: (s.chip, s.tp, s.pp))
     slos = Slos(serve.ttft_p99_s, serve.tpot_p99_s, serve.rate_per_s)
     worst = serve.max_chips * max(c.dollars_per_chip_hour for c in serve.chips)
-    sampler = (optuna.samplers.TPESampler(seed=serve.seed) if serve.sampler == "tpe"
-               else optuna.samplers.NSGAIISampler(seed=serve.seed))
-    study = optuna.create_study(direction="minimize", sampler=sampler)
+    nsga = name == "nsga2"
+    study = (optuna.create_study(directions=["minimize", "maximize"],
+                                 sampler=optuna.samplers.NSGAIISampler(seed=serve.seed)) if nsga
+             else optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=serve.seed)))
     seen: dict[Candidate, Outcome | None] = {}
     for _ in range(serve.trials if shapes else 0):
         trial = study.ask()
@@ -63,12 +80,13 @@ def sample(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
         o = seen[c]
         value = worst * 20 if o is None else o.dollars_per_hour if o.feasible else worst * (
             2 + min(max(o.ttft_excess, o.tpot_excess), 10.0))
-        study.tell(trial, value)
+        study.tell(trial, [value, 0.0 if o is None else o.goodput_per_s] if nsga else value)
     sims = [o for o in seen.values() if o is not None]
     best = min((o for o in sims if o.feasible), key=rank, default=None)
-    how = f"{'TPE' if serve.sampler == 'tpe' else 'NSGA-II'}, seed {serve.seed}, {serve.trials} trials"
+    how = (why + "; " if why else "") + f"{'NSGA-II' if nsga else 'TPE'}, seed {serve.seed}, {serve.trials} trials"
     return SearchResult(best, tuple(sims), pareto(sims), len(sims), tuple(unfit),
-                        load(best.candidate, models, reqs, serve.rate_per_s) if best else (), sampled=how)
+                        load(best.candidate, models, reqs, serve.rate_per_s) if best else (), sampled=how,
+                        limits=limits(best, models, reqs, serve) if best else ())
 
 
 def _propose(trial: Any, serve: ServeSpec, shapes: list[Shape]) -> Candidate:

@@ -69,7 +69,8 @@ from dfsearch.capacity.serve_spec import WARMUP_FRACTION, ServeSpec
 from dfsearch.capacity.traffic import Requests
 from dfsearch.codes import ServeMode
 
-__all__ = ["SearchResult", "search", "pareto", "replica_models", "rank", "load"]
+__all__ = ["SearchResult", "search", "pareto", "replica_models", "rank", "load", "space_size", "shapes_of",
+           "limits"]
 
 ModelOf = Callable[[Shape], "ReplicaModel | str"]
 
@@ -84,6 +85,7 @@ class SearchResult:
     load: tuple[tuple[str, float, float], ...] = ()  #: the best's pools: (pool, prefill, decode) busy fractions
     stopped: bool = False  #: the simulation budget ran out: the answer is the cheapest found, not proven
     sampled: str = ""  #: "" (exhaustive with bounds) or the sampler that chose the deployments (``sampled.py``)
+    limits: tuple[str, ...] = ()  #: what limits the best's batch: KV cache, batch cap, the largest cap searched
 
     @property
     def runner_up(self) -> Outcome | None:
@@ -151,16 +153,48 @@ def search(serve: ServeSpec, reqs: Requests, model_of: ModelOf) -> SearchResult:
     sims = [o for o in led.outcomes if not o.note]
     load = _load(led.best.candidate, models, reqs, serve.rate_per_s) if led.best else ()
     return SearchResult(led.best, tuple(led.outcomes), pareto(sims), led.simulations, tuple(unfit), load,
-                        led.stopped)
+                        led.stopped, limits=limits(led.best, models, reqs, serve) if led.best else ())
+
+
+def shapes_of(serve: ServeSpec) -> list[Shape]:
+    """Every replica shape of ``serve``: chip x TP x PP within ``max_chips``."""
+    return [Shape(tp, pp, chip.name, chip.dollars_per_chip_hour) for chip in serve.chips
+            for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips]
+
+
+def space_size(serve: ServeSpec) -> int:
+    """The deployments of ``serve``'s space, counted before any step is searched (every shape,
+    whether or not it can serve): co-located, shape x batch cap x chunk x replica counts R
+    with R x chips <= ``max_chips``; disaggregated, prefill shape x chunk x decode shape x
+    batch cap x pool sizes P, D >= 1 with P x prefill chips + D x decode chips <= ``max_chips``.
+
+    >>> from dfsearch.capacity.serve_spec import serve_table
+    >>> s = serve_table({"rate_per_s": 1, "ttft_p99_s": 1, "tpot_p99_s": 0.05, "dollars_per_chip_hour": 3,
+    ...                  "prompt": {"dist": "fixed", "tokens": 8}, "output": {"dist": "fixed", "tokens": 8},
+    ...                  "tp": [1], "max_chips": 3, "batch_caps": [8], "chunk_tokens": [8]}, "s.toml", 50.0)
+    >>> space_size(s)  # co-located R = 1, 2, 3; split (P, D) = (1, 1), (1, 2), (2, 1)
+    6
+    """
+    chips, m = [s.chips for s in shapes_of(serve)], serve.max_chips
+    limits = len(serve.batch_caps) * len(serve.chunk_tokens)
+    total = 0
+    if ServeMode.COLOCATED in serve.modes:
+        total += limits * sum(m // c for c in chips)
+    if ServeMode.DISAGGREGATED in serve.modes:
+        total += limits * sum(_pool_pairs(a, b, m) for a in chips for b in chips)
+    return total
+
+
+def _pool_pairs(a: int, b: int, m: int) -> int:
+    """Pairs P, D >= 1 with P x a + D x b <= m."""
+    return sum((m - p * a) // b for p in range(1, (m - b) // a + 1)) if m >= a + b else 0
 
 
 def replica_models(serve: ServeSpec, model_of: ModelOf) -> tuple[dict[Shape, ReplicaModel], list]:
     """The replica shapes of ``serve`` (every chip x TP x PP within ``max_chips``) that can
     serve, with their models, and those that cannot, with why."""
-    shapes = [Shape(tp, pp, chip.name, chip.dollars_per_chip_hour) for chip in serve.chips
-              for tp in serve.tp for pp in serve.pp if tp * pp <= serve.max_chips]
     models, unfit = {}, []
-    for s in shapes:
+    for s in shapes_of(serve):
         m = model_of(s)
         if isinstance(m, str):
             unfit.append((s, m))
@@ -192,6 +226,28 @@ def _load(c: Candidate, models: dict[Shape, ReplicaModel], reqs: Requests, rate:
     pm = models[c.prefill_shape]
     prefill = rate * mean_p * _per_prefill_token_s(pm.steps, c.chunk_tokens) / c.prefill_replicas
     return (("prefill pool", prefill, 0.0), ("decode pool", 0.0, decode))
+
+
+def limits(best: Outcome, models: dict[Shape, ReplicaModel], reqs: Requests, serve: ServeSpec) -> tuple[str, ...]:
+    """What limits the batch of ``best``'s decoding replicas: the sequences its KV cache holds
+    at the requests' mean context (mean prompt + half the mean output) against the batch cap;
+    the largest cap of ``serve.batch_caps`` when the answer uses it; preemptions."""
+    c, out = best.candidate, []
+    m = models[c.shape]
+    context = float(reqs.prompt_tokens.mean() + reqs.output_tokens.mean() / 2)
+    held = int(m.kv_capacity_bytes / (m.steps.kv_bytes_per_token * context))
+    if held < c.batch_cap:
+        out.append(f"KV cache: a {c.shape} replica holds about {held} sequences at the mean context of "
+                   f"{context:,.0f} tokens, below the batch cap {c.batch_cap}: its KV capacity limits the batch")
+    else:
+        out.append(f"batch cap {c.batch_cap}: a {c.shape} replica's KV cache would hold about {held} sequences "
+                   f"at the mean context of {context:,.0f} tokens: the cap, not the KV cache, limits the batch")
+        if c.batch_cap == max(serve.batch_caps):
+            out.append(f"batch cap {c.batch_cap} is the largest searched (serve.batch_caps): larger caps "
+                       "were not tried")
+    if best.preemptions:
+        out.append(f"{best.preemptions} preemptions: the KV cache ran out under load")
+    return tuple(out)
 
 
 def pareto(outcomes: list[Outcome]) -> tuple[Outcome, ...]:

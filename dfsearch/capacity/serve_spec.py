@@ -30,10 +30,14 @@ from dfsearch.codes import ServeMode
 from dfsearch.errors import Issue, SpecError
 from dfsearch.presets import CHIPS, chip_named
 
-__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION", "SAMPLERS"]
+__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION", "SAMPLERS",
+           "EXHAUSTIVE_LIMIT"]
 
 #: the first tenth of the requests warm the replicas up and is not measured
 WARMUP_FRACTION = 0.1
+#: the default ``exhaustive_limit``: the most deployments (``search.space_size``) that
+#: ``sampler = "auto"`` searches exhaustively
+EXHAUSTIVE_LIMIT = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +76,11 @@ class ServeSpec:
     memory_fraction: float
     block_tokens: int
     max_simulations: int = 2000
-    sampler: str = "exhaustive"  #: one of SAMPLERS: "tpe" and "nsga2" sample ``trials`` deployments
+    #: one of SAMPLERS: "tpe" and "nsga2" sample ``trials`` deployments; "auto": exhaustive
+    #: while the space holds at most ``exhaustive_limit`` deployments, else "tpe"
+    sampler: str = "auto"
     trials: int = 0
+    exhaustive_limit: int = EXHAUSTIVE_LIMIT
 
     @property
     def rate_per_s(self) -> float:
@@ -83,10 +90,11 @@ class ServeSpec:
 _KEYS = ("rate_per_s", "requests", "seed", "prompt", "output", "ttft_p99_s", "tpot_p99_s",
          "dollars_per_chip_hour", "chips", "tp", "pp", "max_chips", "batch_caps", "chunk_tokens", "modes",
          "scale_out_bw_GBps", "scale_out_latency_s", "memory_fraction", "block_tokens",
-         "max_simulations", "sampler", "trials")
+         "max_simulations", "sampler", "trials", "exhaustive_limit")
 
-#: the searches of the deployment space: exhaustive with bounds, or Optuna's TPE or NSGA-II
-SAMPLERS = ("exhaustive", "tpe", "nsga2")
+#: the searches of the deployment space: exhaustive with bounds, or Optuna's TPE or NSGA-II;
+#: "auto" picks exhaustive up to ``exhaustive_limit`` deployments, TPE above
+SAMPLERS = ("auto", "exhaustive", "tpe", "nsga2")
 
 
 def read_serve_spec(path: Path) -> tuple[dict[str, Any], ServeSpec]:
@@ -163,11 +171,12 @@ def serve_table(t: dict[str, Any], file: str, default_bw_GBps: float) -> ServeSp
         memory_fraction=real("memory_fraction", 0.9, hi=1.0), block_tokens=integer("block_tokens", 16, 1),
         max_simulations=integer("max_simulations", 2000, 1),
         sampler=_sampler(t, bad), trials=integer("trials", 200, 1),
+        exhaustive_limit=integer("exhaustive_limit", EXHAUSTIVE_LIMIT, 1),
     )
 
 
 def _sampler(t: dict[str, Any], bad) -> str:
-    v = t.get("sampler", "exhaustive")
+    v = t.get("sampler", "auto")
     if v not in SAMPLERS:
         raise bad("sampler", f"one of {SAMPLERS}", v)
     return v

@@ -502,6 +502,8 @@ def _result(st: SearchState, method: str, total: int, seconds: float, interrupte
         notes.append(f"{st.stop} after {st.solved + st.pruned} of {total} outer choices")
     if status is RunStatus.INFEASIBLE and math.isfinite(bound):
         notes.append(_not_proven_infeasible(st, method))
+    if best is not None:
+        notes += model_of(st.spec.workload).search_notes(st.spec, best)
     stats = SearchStats(
         method=f"{method}+{'/'.join(sorted(st.methods)) or 'none'}",
         seconds=seconds,

@@ -13,6 +13,7 @@ from typing import Any
 from dfsearch.loader import spec_to_data
 from dfsearch.plan import run
 from dfsearch.spec import Spec
+from dfsearch.workloads.serving import serving_metrics
 
 __all__ = ["Task", "CTRL_C", "run_point", "point_digest", "roofline_cells"]
 
@@ -79,7 +80,7 @@ def _metrics(result: Any) -> dict[str, Any]:
         return row
     gflops = ev.workload_flop / ev.final_s / 1e9
     row |= {
-        "final_s": ev.final_s, "throughput_per_s": 1.0 / ev.final_s, "utilization": ev.utilization,
+        "final_s": ev.final_s, "throughput_per_s": _throughput_per_s(ev), "utilization": ev.utilization,
         "system_cost": ev.price.system_cost, "system_power": ev.price.system_power,
         "cost_efficiency": gflops / ev.price.system_cost if ev.price.system_cost > 0 else None,
         "power_efficiency": gflops / ev.price.system_power if ev.price.system_power > 0 else None,
@@ -91,3 +92,13 @@ def _metrics(result: Any) -> dict[str, Any]:
     lb = s.lower_bound_s
     row["gap"] = max(0.0, ev.final_s / lb - 1.0) if lb else None
     return row
+
+
+def _throughput_per_s(ev: Any) -> float:
+    """Batches per second: 1 / final_s, except for an ``llm_serving`` step, whose final_s is
+    a latency (TTFT or TPOT): there the system's steps of B sequences per second, DP / the
+    stage time (PP steps in flight), = tokens_per_s / (B x tokens per step)."""
+    m = serving_metrics(ev)
+    if m is None or not m.stage_ns > 0:
+        return 1.0 / ev.final_s
+    return m.dp * 1e9 / m.stage_ns

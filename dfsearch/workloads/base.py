@@ -41,6 +41,7 @@ from dfsearch.workloads.network_rules import check_fixed_network
 
 if TYPE_CHECKING:
     from dfsearch.cost.lower import Outer
+    from dfsearch.cost.model import Evaluation
     from dfsearch.issues import IssueSink
     from dfsearch.kernels.graph import GraphStructure
     from dfsearch.quirks import Quirks
@@ -347,6 +348,11 @@ class WorkloadModel(ABC):
         slower nor less feasible than a larger one, so that the search may solve it alone
         (``search.outer.micro_batch_sizes``)."""
         return True
+
+    def search_notes(self, spec: Spec, evaluation: Evaluation) -> tuple[str, ...]:
+        """Notes on the search's answer that the report and the JSON's ``notes`` carry (a
+        searched range's limit that binds); none by default."""
+        return ()
 
     def outer_status(self, spec: Spec, outer: Outer) -> tuple[Status, float]:
         """Infeasibility of the outer choices beyond the shape product (batch divisibility):

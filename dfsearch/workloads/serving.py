@@ -146,6 +146,20 @@ class Serving(WorkloadModel):
             return [wl.batch_size]
         return [2**i for i in range(wl.max_batch_size.bit_length()) if 2**i <= wl.max_batch_size]
 
+    def search_notes(self, spec: Spec, evaluation: Evaluation) -> tuple[str, ...]:
+        """With the batch searched (``batch_size = 0``): when the answer's batch is the largest
+        searched, the ceiling ``max_batch_size`` binds -- a larger batch may do better (a
+        throughput objective) and was not tried; said, not silent."""
+        wl, step = spec.workload, evaluation.step
+        if wl.batch_size > 0 or step is None:
+            return ()
+        top = 1 << (wl.max_batch_size.bit_length() - 1)  # the largest power of two searched
+        if step.batch < top:
+            return ()
+        return (f"batch {step.batch} is the largest searched (workload.max_batch_size = "
+                f"{wl.max_batch_size}): the ceiling binds, a larger batch was not tried; raise "
+                "workload.max_batch_size to search past it",)
+
     def smallest_micro_batch_wins(self, spec: Spec) -> bool:
         """Every term of the step grows with B (compute, KV reads, collectives, spilled
         buffers, the hop) and so does the DRAM footprint; only overflowing into a faster
