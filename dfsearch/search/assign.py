@@ -27,8 +27,8 @@ from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
-from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
-from dfsearch.search.layered import composed_order, layer_of, layered_split
+from dfsearch.search.graph_bound import boundary_bound_ns, graph_bound_ns, overlap_bound_ns
+from dfsearch.search.layered import composed_order, layer_of, layered_split, repeated_layer
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -212,6 +212,13 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         value, assign = value2, assign2
     if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
         bound = max(bound, overlap_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12):  # still not met: the traffic at configuration boundaries
+        bound = max(bound, boundary_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12) and method == "auto" and stacked and stats[Stat.STOPPED] == 0:
+        value5, assign5 = repeated_layer(problem, topo, allowed, bw, live_cap, stats, control,
+                                         assign=assign_configs)  # fmt: skip
+        if value5 < value:  # the one-layer mapping repeated beats the split
+            value, assign, used = value5, assign5, "repeated-layer"
     return value, assign, used, False, bound
 
 

@@ -21,7 +21,7 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["graph_bound_ns", "overlap_bound_ns"]
+__all__ = ["boundary_bound_ns", "graph_bound_ns", "min_configs", "overlap_bound_ns"]
 
 
 def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -62,6 +62,74 @@ def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> flo
     return alone_ii + whole
 
 
+def boundary_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """``graph_bound_ns`` plus the DRAM traffic that the configurations' boundaries force
+    (docs/design.md, "The boundary bound"): the kernels of a group (all of them, or forward
+    and backward apart as in ``graph_bound_ns``) need at least ``min_configs`` configurations
+    (the SRAM holds every member's weights in a configuration of two or more kernels); each
+    configuration has a *source*, a member with no predecessor inside it, whose in-edges from
+    the group are all read from DRAM, and a *sink* whose out-edges into the group are all
+    written to DRAM. Sources (sinks) of different configurations are different kernels, so
+    the group's crossing traffic is at least the sum of the ``min_configs`` smallest per-kernel
+    in-traffic values plus the same for out-traffic, over edges not already counted as
+    must-cross. Returns 0 when the SRAM is not checked (nothing forces a second configuration
+    beyond the ones ``graph_bound_ns`` sees)."""
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    if not cn.sram_check or problem.num_kernels < 2:
+        return 0.0
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    alone, alone_ii = _lone_kernels(problem, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    must = (last[et.src] < first[et.dst]) | alone[et.src] | alone[et.dst]
+    rest = ~alone
+    splits = [[rest]]
+    fwd, bwd = rest & (kt.phase == Phase.FWD), rest & (kt.phase == Phase.BWD)
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        splits.append([fwd, bwd])  # disjoint sets of configurations: their bounds add up
+    w = kt.weight_sram + kt.sram_extra
+    best = 0.0
+    for groups in splits:
+        total = 0.0
+        for g in groups:
+            if g.any():
+                extra = _boundary_traffic(g, w, edge_tm, must, et, cn.sram_cap)
+                total += _group_bound(terms, edge_tm, g, must, et, cn.overlap, extra)
+        best = max(best, total)
+    return alone_ii + best
+
+
+def min_configs(weights: np.ndarray, cap: float) -> int:
+    """Fewest configurations that can hold kernels of SRAM weights ``weights`` (each >= 0):
+    a configuration of two or more kernels holds every member's weights, so with the set A
+    of kernels alone (a lone kernel may tile its weights) at least |A| + ceil(W(rest) / cap);
+    the minimum over |A| = j takes the j heaviest alone. The evaluator accepts a sum up to
+    1e-9 relative above the capacity, so the division uses that slack."""
+    n = len(weights)
+    if n == 0:
+        return 0
+    heavy_first = np.sort(np.asarray(weights, float))[::-1]
+    rest = float(heavy_first.sum()) - np.concatenate(([0.0], np.cumsum(heavy_first)))
+    room = cap * (1 + 1e-9)
+    best = n
+    for j in range(n + 1):
+        shared = 0 if j == n else max(1, math.ceil(rest[j] / room - 1e-9))
+        best = min(best, j + shared)
+    return max(best, 1)
+
+
+def _boundary_traffic(group, w, edge_tm, must, et, cap) -> float:
+    """Smallest DRAM time of the group's edges (not must-cross) read by the sources plus
+    written by the sinks of ``min_configs`` configurations of the group's kernels."""
+    inner = group[et.src] & group[et.dst] & ~must
+    n = len(group)
+    into, out_of = np.zeros(n), np.zeros(n)
+    np.add.at(into, et.dst[inner], edge_tm[inner])
+    np.add.at(out_of, et.src[inner], edge_tm[inner])
+    k = min_configs(w[group], cap)
+    return float(np.sort(into[group])[:k].sum() + np.sort(out_of[group])[:k].sum())
+
+
 def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
     """(kernels that must sit alone in their configuration, their summed exact II)."""
     kt, et, cn = problem.kernels, problem.edges, problem.constants
@@ -84,15 +152,15 @@ def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
     return alone, total
 
 
-def _group_bound(terms, edge_tm, group, must, et, overlap) -> float:
+def _group_bound(terms, edge_tm, group, must, et, overlap, extra_tm: float = 0.0) -> float:
     """The additive bound of the kernels in ``group`` (one side of each must-cross edge with
-    an end in it)."""
+    an end in it, plus ``extra_tm`` of other DRAM time the caller proved)."""
     if not group.any():
         return 0.0
     t = terms[group]
     tc = max(float(t[:, BoundCol.TC].sum()), float(t[:, BoundCol.FLOOR].max()))
     ends = group[et.src].astype(int) + group[et.dst].astype(int)
-    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum())
+    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum()) + extra_tm
     channels = np.ascontiguousarray(t[:, BoundCol.CH0 :]).sum(axis=0)
     tn = float(t[:, BoundCol.TN].sum()) + float(channels.max())
     return combine_overlap(tc, tm, tn, overlap)
