@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,12 @@ from dfsearch.cost.lower import Outer, lower
 from dfsearch.loader import load_toml_spec
 from dfsearch.search import _dp
 from dfsearch.search.assign import _allowed, _regimes, assign_configs
-from dfsearch.search.graph_bound import boundary_bound_ns, graph_bound_ns, min_configs
+from dfsearch.search.graph_bound import (
+    boundary_bound_ns,
+    graph_bound_ns,
+    min_configs,
+    sram_excess_by_count,
+)
 from dfsearch.search.layered import _template_configs, layer_of, repeated_layer
 from dfsearch.search.sharding import solve_spec_sharding
 
@@ -100,6 +106,42 @@ def test_boundary_bound_is_sharper_than_the_additive_bound_on_synthetic_problems
             bw = _regimes(problem)[0][0]
             sharper += boundary_bound_ns(problem, bw, allowed) > graph_bound_ns(problem, bw, allowed) * (1 + 1e-9)
     assert sharper >= 4
+
+
+def test_too_few_configurations_are_proven_infeasible():
+    """When ``sram_excess_by_count`` says the weights need more configurations than the
+    problem opens to them, brute force finds no assignment that fits; it says so on some
+    of these problems (not vacuous), and never on a problem brute force can map."""
+    proven = 0
+    for seed in range(24):
+        for training in (True, False):
+            for nc in (2, 3):
+                problem = _synthetic(seed, training, nc)
+                bw, live_cap = _regimes(problem)[0]
+                feasible = any(True for _ in _feasible_sums(problem, nc, bw, live_cap))
+                excess = sram_excess_by_count(problem, _allowed(problem))
+                if excess > 0:
+                    assert not feasible, (seed, training, nc, excess)
+                    proven += 1
+    assert proven >= 3
+
+
+def test_sram_excess_closed_form():
+    """Six kernels of 90 % of the SRAM each, four configurations open to all (no FWD/BWD
+    rule): at least 6 configurations are needed (no two share one); the least average
+    excess is with none alone: 6 x 0.9 / 4 - 1 = 0.35 SRAM. With six configurations: 0."""
+    problem = _synthetic(0, False, 4)
+    kt, cn = problem.kernels, problem.constants
+    n = problem.num_kernels
+    assert n == 6
+    w, zero = np.full(n, 0.9 * cn.sram_cap), np.zeros(n)
+    for col, like in ((w, kt.weight_sram), (zero, kt.sram_extra)):
+        col.setflags(write=like.flags.writeable)
+    problem = replace(problem, kernels=kt._replace(weight_sram=w, sram_extra=zero),
+                      constants=cn._replace(fb_rule=False))  # fmt: skip
+    excess = sram_excess_by_count(problem, np.ones((n, 4), np.int64))
+    assert excess == pytest.approx(0.35 * cn.sram_cap, rel=1e-12)
+    assert sram_excess_by_count(problem, np.ones((n, 6), np.int64)) == 0.0
 
 
 # --------------------------------------------------------------------------- repeated layer

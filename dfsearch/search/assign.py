@@ -27,7 +27,12 @@ from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
-from dfsearch.search.graph_bound import boundary_bound_ns, graph_bound_ns, overlap_bound_ns
+from dfsearch.search.graph_bound import (
+    boundary_bound_ns,
+    graph_bound_ns,
+    overlap_bound_ns,
+    sram_excess_by_count,
+)
 from dfsearch.search.layered import composed_order, layer_of, layered_split, repeated_layer
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
@@ -186,6 +191,10 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
+    excess = sram_excess_by_count(problem, allowed)
+    if excess > 0:  # the SRAM needs more configurations than there are: proven infeasible
+        stats[Stat.VIOL_SRAM] = min(stats[Stat.VIOL_SRAM], excess)
+        return math.inf, assign, "layered", False, math.inf
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
     value2, assign2 = math.inf, None

@@ -21,7 +21,8 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["boundary_bound_ns", "graph_bound_ns", "min_configs", "overlap_bound_ns"]
+__all__ = ["boundary_bound_ns", "graph_bound_ns", "min_configs", "overlap_bound_ns",
+           "sram_excess_by_count"]
 
 
 def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -97,6 +98,40 @@ def boundary_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> 
                 total += _group_bound(terms, edge_tm, g, must, et, cn.overlap, extra)
         best = max(best, total)
     return alone_ii + best
+
+
+def sram_excess_by_count(problem: Problem, allowed: np.ndarray) -> float:
+    """Bytes by which the SRAM is proven too small for the configurations the problem has
+    (0 when the count argument proves nothing): a group of kernels (all of them, and under
+    the FWD/BWD rule forward and backward apart) needs at least ``min_configs`` of its
+    weights' configurations, and it may use only the configurations ``allowed`` opens to
+    its kernels. When it needs more, no assignment fits; the value returned is how far the
+    average weights of the shared configurations exceed the SRAM at the best split into
+    lone and shared kernels (some configuration holds at least the average)."""
+    kt, cn = problem.kernels, problem.constants
+    if not cn.sram_check or problem.num_kernels < 2:
+        return 0.0
+    w = kt.weight_sram + kt.sram_extra
+    groups = [np.ones(problem.num_kernels, bool)]
+    if cn.fb_rule:
+        groups += [kt.phase == Phase.FWD, kt.phase == Phase.BWD]
+    excess = 0.0
+    for g in groups:
+        open_configs = int(allowed[g].any(axis=0).sum()) if g.any() else 0
+        if g.any() and min_configs(w[g], cn.sram_cap) > open_configs:
+            excess = max(excess, _average_excess(w[g], cn.sram_cap, open_configs))
+    return excess
+
+
+def _average_excess(weights: np.ndarray, cap: float, configs: int) -> float:
+    """The least, over how many of the heaviest kernels sit alone (j < ``configs``), of the
+    other kernels' weights per remaining configuration minus ``cap`` (> 0 when
+    ``min_configs`` exceeds ``configs``); ``cap`` when there is no configuration at all."""
+    heavy_first = np.sort(np.asarray(weights, float))[::-1]
+    rest = float(heavy_first.sum()) - np.concatenate(([0.0], np.cumsum(heavy_first)))
+    if configs <= 0:
+        return cap
+    return max(min(rest[j] / (configs - j) - cap for j in range(min(configs, len(weights)))), 0.0)
 
 
 def min_configs(weights: np.ndarray, cap: float) -> int:
