@@ -28,6 +28,7 @@ from dfsearch.search import _dp
 from dfsearch.search.assign import _allowed, _regimes, assign_configs
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
+    crowded_bound_ns,
     graph_bound_ns,
     min_configs,
     sram_excess_by_count,
@@ -106,6 +107,57 @@ def test_boundary_bound_is_sharper_than_the_additive_bound_on_synthetic_problems
             bw = _regimes(problem)[0][0]
             sharper += boundary_bound_ns(problem, bw, allowed) > graph_bound_ns(problem, bw, allowed) * (1 + 1e-9)
     assert sharper >= 4
+
+
+def _crowded_problem(seed: int, training: bool, nc: int):
+    """``_synthetic`` on a chip of two cores (so a configuration holds at most two kernels)
+    with a network-heavy kernel: the case where the network cannot hide under compute."""
+    problem = _synthetic(seed, training, nc)
+    kt, et = problem.kernels, problem.edges
+    rng = np.random.default_rng(seed)
+    n = len(kt.a)
+
+    def col(values, like):
+        out = np.asarray(values, like.dtype)
+        out.setflags(write=like.flags.writeable)
+        return out
+
+    net = np.zeros(n)
+    net[seed % n] = 400.0
+    kt = kt._replace(net_tile_ns=col(net, kt.net_tile_ns),
+                     compute_ns=col(rng.uniform(20, 100, n), kt.compute_ns),
+                     memory_bytes=col(np.zeros(n), kt.memory_bytes))  # fmt: skip
+    et = et._replace(buffer_bytes=col(np.full(len(et.src), 1e-3), et.buffer_bytes))
+    cn = problem.constants._replace(cores=2, sram_cap=1e12)
+    return replace(problem, kernels=kt, edges=et, constants=cn)
+
+
+@pytest.mark.parametrize("nc", [3, 4])
+@pytest.mark.parametrize("training", [True, False])
+def test_crowded_bound_is_below_every_feasible_assignment(training, nc):
+    checked = 0
+    for seed in range(16):
+        problem = _crowded_problem(seed, training, nc)
+        allowed = _allowed(problem)
+        bw, live_cap = _regimes(problem)[0]
+        sums = list(_feasible_sums(problem, nc, bw, live_cap))
+        if not sums:
+            continue
+        bound = crowded_bound_ns(problem, bw, allowed)
+        assert 0 < bound <= min(sums) * (1 + 1e-12), (seed, bound, min(sums))
+        checked += 1
+    assert checked >= 8
+
+
+def test_crowded_bound_is_sharper_than_the_additive_bound_on_synthetic_problems():
+    sharper = 0
+    for seed in range(16):
+        for training in (True, False):
+            problem = _crowded_problem(seed, training, 4)
+            allowed = _allowed(problem)
+            bw = _regimes(problem)[0][0]
+            sharper += crowded_bound_ns(problem, bw, allowed) > graph_bound_ns(problem, bw, allowed) * (1 + 1e-9)
+    assert sharper >= 3
 
 
 def test_too_few_configurations_are_proven_infeasible():

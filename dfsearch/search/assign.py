@@ -29,6 +29,7 @@ from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
+    crowded_bound_ns,
     graph_bound_ns,
     overlap_bound_ns,
     sram_excess_by_count,
@@ -223,6 +224,8 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         bound = max(bound, overlap_bound_ns(problem, bw, allowed))
     if value > bound * (1 + 1e-12):  # still not met: the traffic at configuration boundaries
         bound = max(bound, boundary_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12):  # and the network a crowded configuration cannot hide
+        bound = max(bound, crowded_bound_ns(problem, bw, allowed))
     if value > bound * (1 + 1e-12) and method == "auto" and stacked and stats[Stat.STOPPED] == 0:
         value5, assign5 = repeated_layer(problem, topo, allowed, bw, live_cap, stats, control,
                                          assign=assign_configs)  # fmt: skip

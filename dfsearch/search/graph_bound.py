@@ -21,8 +21,8 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["boundary_bound_ns", "graph_bound_ns", "min_configs", "overlap_bound_ns",
-           "sram_excess_by_count"]
+__all__ = ["boundary_bound_ns", "crowded_bound_ns", "graph_bound_ns", "min_configs",
+           "overlap_bound_ns", "sram_excess_by_count"]
 
 
 def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -98,6 +98,58 @@ def boundary_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> 
                 total += _group_bound(terms, edge_tm, g, must, et, cn.overlap, extra)
         best = max(best, total)
     return alone_ii + best
+
+
+def crowded_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """A lower bound of the summed IIs that sees that a configuration holds at most ``cores``
+    kernels (docs/design.md, "The crowded bound"): in a group G of kernels (all, or forward
+    and backward apart as in ``graph_bound_ns``), the configuration c* of a kernel h with
+    network time N_h (its own and its out-edges' network terms plus its largest channel
+    term) has II >= max(its compute, N_h), every other configuration II >= its compute, and
+    c*'s compute (the additive terms of ``bound_terms``) is at most X(h), h's own plus the
+    ``cores`` - 1 largest others of G. So the sum is >= TC(G) + max(0, N_h - X(h)), for
+    every h; for the two kernels of largest N, the lesser of the same argument with both in
+    one configuration and with both apart; groups that share no configuration add up."""
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    n = problem.num_kernels
+    if n == 0:
+        return 0.0
+    terms, _ = bound_terms(kt, et, cn, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    splits = [[np.ones(n, bool)]]
+    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        splits.append([fwd, bwd])
+    best = 0.0
+    for groups in splits:
+        best = max(best, sum(_crowded(terms[g], int(cn.cores)) for g in groups if g.any()))
+    return best
+
+
+def _crowded(terms: np.ndarray, cores: int) -> float:
+    """The bound of ``crowded_bound_ns`` for one group (its rows of ``bound_terms``)."""
+    tc = terms[:, BoundCol.TC]
+    ch = np.ascontiguousarray(terms[:, BoundCol.CH0 :])
+    net = terms[:, BoundCol.TN] + ch.max(axis=1)
+    total = float(tc.sum())
+    v = np.sort(tc)[::-1]
+
+    def top(m: int) -> float:
+        return float(v[: max(m, 0)].sum())
+
+    if cores < 1 or len(tc) <= cores:
+        x = np.full(len(tc), total)  # every kernel may share h's configuration
+    else:
+        x = np.where(tc >= v[cores - 2], top(cores), tc + top(cores - 1)) if cores >= 2 else tc
+    single = max(0.0, float((net - x).max()))
+    if len(tc) < 2 or cores < 1:
+        return total + single
+    h1, h2 = (int(i) for i in np.argsort(net)[::-1][:2])
+    apart = max(0.0, float(net[h1] + net[h2]) - top(2 * cores))
+    joint = float(terms[h1, BoundCol.TN] + terms[h2, BoundCol.TN] + (ch[h1] + ch[h2]).max())
+    together = max(0.0, joint - top(cores))
+    return total + max(single, min(apart, together))
 
 
 def sram_excess_by_count(problem: Problem, allowed: np.ndarray) -> float:
