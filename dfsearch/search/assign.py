@@ -27,8 +27,14 @@ from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
-from dfsearch.search.graph_bound import graph_bound_ns, overlap_bound_ns
-from dfsearch.search.layered import composed_order, layer_of, layered_split
+from dfsearch.search.graph_bound import (
+    boundary_bound_ns,
+    crowded_bound_ns,
+    graph_bound_ns,
+    overlap_bound_ns,
+    sram_excess_by_count,
+)
+from dfsearch.search.layered import composed_order, layer_of, layered_split, repeated_layer
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -186,6 +192,10 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         overflow = stats[Stat.OVERFLOW] > 0 and method == "auto"
     if stats[Stat.STOPPED] > 0 or not overflow:
         return value, assign, "ideal-dp", exhaustive, bound
+    excess = sram_excess_by_count(problem, allowed)
+    if excess > 0:  # the SRAM needs more configurations than there are: proven infeasible
+        stats[Stat.VIOL_SRAM] = min(stats[Stat.VIOL_SRAM], excess)
+        return math.inf, assign, "layered", False, math.inf
     bound = graph_bound_ns(problem, bw, allowed)
     used = "order-dp"
     value2, assign2 = math.inf, None
@@ -212,6 +222,15 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         value, assign = value2, assign2
     if value > bound * (1 + 1e-12):  # not met (or nothing found): try a sharper bound
         bound = max(bound, overlap_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12):  # still not met: the traffic at configuration boundaries
+        bound = max(bound, boundary_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12):  # and the network a crowded configuration cannot hide
+        bound = max(bound, crowded_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12) and method == "auto" and stacked and stats[Stat.STOPPED] == 0:
+        value5, assign5 = repeated_layer(problem, topo, allowed, bw, live_cap, stats, control,
+                                         assign=assign_configs)  # fmt: skip
+        if value5 < value:  # the one-layer mapping repeated beats the split
+            value, assign, used = value5, assign5, "repeated-layer"
     return value, assign, used, False, bound
 
 

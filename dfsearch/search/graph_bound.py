@@ -21,7 +21,8 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["graph_bound_ns", "overlap_bound_ns"]
+__all__ = ["boundary_bound_ns", "crowded_bound_ns", "graph_bound_ns", "min_configs",
+           "overlap_bound_ns", "sram_excess_by_count"]
 
 
 def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -62,6 +63,160 @@ def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> flo
     return alone_ii + whole
 
 
+def boundary_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """``graph_bound_ns`` plus the DRAM traffic that the configurations' boundaries force
+    (docs/design.md, "The boundary bound"): the kernels of a group (all of them, or forward
+    and backward apart as in ``graph_bound_ns``) need at least ``min_configs`` configurations
+    (the SRAM holds every member's weights in a configuration of two or more kernels); each
+    configuration has a *source*, a member with no predecessor inside it, whose in-edges from
+    the group are all read from DRAM, and a *sink* whose out-edges into the group are all
+    written to DRAM. Sources (sinks) of different configurations are different kernels, so
+    the group's crossing traffic is at least the sum of the ``min_configs`` smallest per-kernel
+    in-traffic values plus the same for out-traffic, over edges not already counted as
+    must-cross. Returns 0 when the SRAM is not checked (nothing forces a second configuration
+    beyond the ones ``graph_bound_ns`` sees)."""
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    if not cn.sram_check or problem.num_kernels < 2:
+        return 0.0
+    terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
+    alone, alone_ii = _lone_kernels(problem, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    must = (last[et.src] < first[et.dst]) | alone[et.src] | alone[et.dst]
+    rest = ~alone
+    splits = [[rest]]
+    fwd, bwd = rest & (kt.phase == Phase.FWD), rest & (kt.phase == Phase.BWD)
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        splits.append([fwd, bwd])  # disjoint sets of configurations: their bounds add up
+    w = kt.weight_sram + kt.sram_extra
+    best = 0.0
+    for groups in splits:
+        total = 0.0
+        for g in groups:
+            if g.any():
+                extra = _boundary_traffic(g, w, edge_tm, must, et, cn.sram_cap)
+                total += _group_bound(terms, edge_tm, g, must, et, cn.overlap, extra)
+        best = max(best, total)
+    return alone_ii + best
+
+
+def crowded_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
+    """A lower bound of the summed IIs that sees that a configuration holds at most ``cores``
+    kernels (docs/design.md, "The crowded bound"): in a group G of kernels (all, or forward
+    and backward apart as in ``graph_bound_ns``), the configuration c* of a kernel h with
+    network time N_h (its own and its out-edges' network terms plus its largest channel
+    term) has II >= max(its compute, N_h), every other configuration II >= its compute, and
+    c*'s compute (the additive terms of ``bound_terms``) is at most X(h), h's own plus the
+    ``cores`` - 1 largest others of G. So the sum is >= TC(G) + max(0, N_h - X(h)), for
+    every h; for the two kernels of largest N, the lesser of the same argument with both in
+    one configuration and with both apart; groups that share no configuration add up."""
+    kt, et, cn = problem.kernels, problem.edges, problem.constants
+    n = problem.num_kernels
+    if n == 0:
+        return 0.0
+    terms, _ = bound_terms(kt, et, cn, dram_bw)
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    splits = [[np.ones(n, bool)]]
+    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        splits.append([fwd, bwd])
+    best = 0.0
+    for groups in splits:
+        best = max(best, sum(_crowded(terms[g], int(cn.cores)) for g in groups if g.any()))
+    return best
+
+
+def _crowded(terms: np.ndarray, cores: int) -> float:
+    """The bound of ``crowded_bound_ns`` for one group (its rows of ``bound_terms``)."""
+    tc = terms[:, BoundCol.TC]
+    ch = np.ascontiguousarray(terms[:, BoundCol.CH0 :])
+    net = terms[:, BoundCol.TN] + ch.max(axis=1)
+    total = float(tc.sum())
+    v = np.sort(tc)[::-1]
+
+    def top(m: int) -> float:
+        return float(v[: max(m, 0)].sum())
+
+    if cores < 1 or len(tc) <= cores:
+        x = np.full(len(tc), total)  # every kernel may share h's configuration
+    else:
+        x = np.where(tc >= v[cores - 2], top(cores), tc + top(cores - 1)) if cores >= 2 else tc
+    single = max(0.0, float((net - x).max()))
+    if len(tc) < 2 or cores < 1:
+        return total + single
+    h1, h2 = (int(i) for i in np.argsort(net)[::-1][:2])
+    apart = max(0.0, float(net[h1] + net[h2]) - top(2 * cores))
+    joint = float(terms[h1, BoundCol.TN] + terms[h2, BoundCol.TN] + (ch[h1] + ch[h2]).max())
+    together = max(0.0, joint - top(cores))
+    return total + max(single, min(apart, together))
+
+
+def sram_excess_by_count(problem: Problem, allowed: np.ndarray) -> float:
+    """Bytes by which the SRAM is proven too small for the configurations the problem has
+    (0 when the count argument proves nothing): a group of kernels (all of them, and under
+    the FWD/BWD rule forward and backward apart) needs at least ``min_configs`` of its
+    weights' configurations, and it may use only the configurations ``allowed`` opens to
+    its kernels. When it needs more, no assignment fits; the value returned is how far the
+    average weights of the shared configurations exceed the SRAM at the best split into
+    lone and shared kernels (some configuration holds at least the average)."""
+    kt, cn = problem.kernels, problem.constants
+    if not cn.sram_check or problem.num_kernels < 2:
+        return 0.0
+    w = kt.weight_sram + kt.sram_extra
+    groups = [np.ones(problem.num_kernels, bool)]
+    if cn.fb_rule:
+        groups += [kt.phase == Phase.FWD, kt.phase == Phase.BWD]
+    excess = 0.0
+    for g in groups:
+        open_configs = int(allowed[g].any(axis=0).sum()) if g.any() else 0
+        if g.any() and min_configs(w[g], cn.sram_cap) > open_configs:
+            excess = max(excess, _average_excess(w[g], cn.sram_cap, open_configs))
+    return excess
+
+
+def _average_excess(weights: np.ndarray, cap: float, configs: int) -> float:
+    """The least, over how many of the heaviest kernels sit alone (j < ``configs``), of the
+    other kernels' weights per remaining configuration minus ``cap`` (> 0 when
+    ``min_configs`` exceeds ``configs``); ``cap`` when there is no configuration at all."""
+    heavy_first = np.sort(np.asarray(weights, float))[::-1]
+    rest = float(heavy_first.sum()) - np.concatenate(([0.0], np.cumsum(heavy_first)))
+    if configs <= 0:
+        return cap
+    return max(min(rest[j] / (configs - j) - cap for j in range(min(configs, len(weights)))), 0.0)
+
+
+def min_configs(weights: np.ndarray, cap: float) -> int:
+    """Fewest configurations that can hold kernels of SRAM weights ``weights`` (each >= 0):
+    a configuration of two or more kernels holds every member's weights, so with the set A
+    of kernels alone (a lone kernel may tile its weights) at least |A| + ceil(W(rest) / cap);
+    the minimum over |A| = j takes the j heaviest alone. The evaluator accepts a sum up to
+    1e-9 relative above the capacity, so the division uses that slack."""
+    n = len(weights)
+    if n == 0:
+        return 0
+    heavy_first = np.sort(np.asarray(weights, float))[::-1]
+    rest = float(heavy_first.sum()) - np.concatenate(([0.0], np.cumsum(heavy_first)))
+    room = cap * (1 + 1e-9)
+    best = n
+    for j in range(n + 1):
+        shared = 0 if j == n else max(1, math.ceil(rest[j] / room - 1e-9))
+        best = min(best, j + shared)
+    return max(best, 1)
+
+
+def _boundary_traffic(group, w, edge_tm, must, et, cap) -> float:
+    """Smallest DRAM time of the group's edges (not must-cross) read by the sources plus
+    written by the sinks of ``min_configs`` configurations of the group's kernels."""
+    inner = group[et.src] & group[et.dst] & ~must
+    n = len(group)
+    into, out_of = np.zeros(n), np.zeros(n)
+    np.add.at(into, et.dst[inner], edge_tm[inner])
+    np.add.at(out_of, et.src[inner], edge_tm[inner])
+    k = min_configs(w[group], cap)
+    return float(np.sort(into[group])[:k].sum() + np.sort(out_of[group])[:k].sum())
+
+
 def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
     """(kernels that must sit alone in their configuration, their summed exact II)."""
     kt, et, cn = problem.kernels, problem.edges, problem.constants
@@ -84,15 +239,15 @@ def _lone_kernels(problem: Problem, dram_bw: float) -> tuple[np.ndarray, float]:
     return alone, total
 
 
-def _group_bound(terms, edge_tm, group, must, et, overlap) -> float:
+def _group_bound(terms, edge_tm, group, must, et, overlap, extra_tm: float = 0.0) -> float:
     """The additive bound of the kernels in ``group`` (one side of each must-cross edge with
-    an end in it)."""
+    an end in it, plus ``extra_tm`` of other DRAM time the caller proved)."""
     if not group.any():
         return 0.0
     t = terms[group]
     tc = max(float(t[:, BoundCol.TC].sum()), float(t[:, BoundCol.FLOOR].max()))
     ends = group[et.src].astype(int) + group[et.dst].astype(int)
-    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum())
+    tm = float(t[:, BoundCol.TM].sum()) + float((edge_tm * ends)[must].sum()) + extra_tm
     channels = np.ascontiguousarray(t[:, BoundCol.CH0 :]).sum(axis=0)
     tn = float(t[:, BoundCol.TN].sum()) + float(channels.max())
     return combine_overlap(tc, tm, tn, overlap)

@@ -41,7 +41,7 @@ from dfsearch.cost.lower import Problem, fwd_bwd_bounds
 from dfsearch.kernels.graph import priority_topological_order
 from dfsearch.search import _dp, _window
 
-__all__ = ["composed_order", "layered_split", "layer_of", "sub_problem", "CHUNK"]
+__all__ = ["composed_order", "layered_split", "layer_of", "repeated_layer", "sub_problem", "CHUNK"]
 
 #: kernels per block of a graph without stacked layers
 CHUNK = 40
@@ -318,3 +318,88 @@ def _priced(problem, order, allowed, bw, live_cap, relax, value, block, stats, c
         else:
             lo = mid
     return best
+
+
+# --------------------------------------------------------------------------- repeated layer
+def repeated_layer(problem, topo, allowed, bw, live_cap, stats, control, *, assign):
+    """The one-layer mapping repeated (docs/design.md, "The repeated-layer incumbent"): layer 1
+    of a stacked graph solved as a problem of its own with its share of the configurations
+    (``assign``, the exact search within ``BLOCK_STATES`` states), every layer's forward and
+    backward kernels given that solution's configurations in the same relative order, layer
+    after layer in the order ``topo`` meets them; a kernel outside the layers (embedding,
+    head) gets a block of its own. When that needs more configurations than the problem has,
+    adjacent blocks are merged, the cheapest first (``_merge_down``). Returns (summed II in
+    this DRAM regime, assignment) or (inf, None) when the layers are not identical, the
+    blocks break an edge's order, or nothing fits."""
+    layer, stems = layer_of(problem.names)
+    n = problem.num_kernels
+    members = np.flatnonzero(layer == 1)
+    if layer.max(initial=0) < 2 or len(members) < 2:
+        return math.inf, None
+    template = _template_configs(problem, members, control, stats, assign)
+    if template is None:
+        return math.inf, None
+    by_stem = {stems[k]: int(c) for k, c in zip(members, template)}
+    if any(layer[k] > 0 and stems[k] not in by_stem for k in range(n)):
+        return math.inf, None  # the layers are not copies of layer 1
+    block = _repeated_blocks(problem, topo, layer, stems, by_stem)
+    if bool((block[problem.edges.src] > block[problem.edges.dst]).any()):
+        return math.inf, None
+    pos = np.empty(n, np.int64)
+    pos[topo] = np.arange(n)
+    order = np.lexsort((pos, block)).astype(np.int64)
+    return _merge_down(problem, order, block, allowed, bw, live_cap, 0, stats)
+
+
+def _template_configs(problem, members, control, stats, assign) -> tuple[int, ...] | None:
+    """Layer 1 (``members``) solved alone with its share of the configurations, as
+    ``_block_order`` solves it, but with each edge's SRAM bytes and buffer depth the largest
+    that edge has in any layer (depths follow the whole graph's pipeline and the sharding of
+    a layer's last kernels may differ, so the layers' buffers differ; the SRAM footprint
+    only grows with them, so a configuration that fits the template's buffers fits every
+    layer's); its evaluations are added to ``stats``."""
+    n, nc = problem.num_kernels, problem.num_config
+    share = max(2 if problem.constants.fb_rule else 1, math.ceil(nc * len(members) / n))
+    sub = sub_problem(problem, members, min(share, len(members)))
+    layer, stems = layer_of(problem.names)
+    et, se = problem.edges, sub.edges
+    most: dict[tuple[str, str], tuple[float, int]] = {}
+    for s_, d_, b, depth in zip(et.src, et.dst, et.sram_bytes, et.sram_depth):
+        if layer[s_] > 0 and layer[s_] == layer[d_]:
+            key = (stems[s_], stems[d_])
+            b0, d0 = most.get(key, (0.0, 0))
+            most[key] = (max(b0, float(b)), max(d0, int(depth)))
+    keys = [(stems[members[s_]], stems[members[d_]]) for s_, d_ in zip(se.src, se.dst)]
+    cols = {}
+    for name, j in (("sram_bytes", 0), ("sram_depth", 1)):
+        old = getattr(se, name)
+        col = np.array([max(most.get(key, (0.0, 0))[j], v) for key, v in zip(keys, old)], old.dtype)
+        col.setflags(write=old.flags.writeable)
+        cols[name] = col
+    sub = replace(sub, edges=se._replace(**cols))
+    a = assign(sub, method="ideal-dp", max_states=BLOCK_STATES, control=control)
+    stats[Stat.EVALS] += a.evaluations
+    stats[Stat.STOPPED] = max(stats[Stat.STOPPED], float(a.stopped))
+    return a.config
+
+
+def _repeated_blocks(problem, topo, layer, stems, by_stem) -> np.ndarray:
+    """Block index per kernel: groups (a layer's forward kernels, its backward kernels, its
+    other kernels; a kernel outside the layers alone) in the order of their first kernel in
+    ``topo``, each split by the template configuration of its members (dense rank)."""
+    n = problem.num_kernels
+    phase = problem.kernels.phase
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k in topo:
+        k = int(k)
+        key = (int(layer[k]), int(phase[k])) if layer[k] > 0 else (-1 - k, 0)
+        groups.setdefault(key, []).append(k)
+    block = np.empty(n, np.int64)
+    offset = 0
+    for ks in groups.values():  # dicts keep insertion order: first kernel in topo
+        local = [by_stem.get(stems[k], 0) for k in ks]
+        rank = {c: i for i, c in enumerate(sorted(set(local)))}
+        for k, c in zip(ks, local):
+            block[k] = offset + rank[c]
+        offset += len(rank)
+    return block
