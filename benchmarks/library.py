@@ -20,10 +20,12 @@ Usage::
 
     python benchmarks/library.py [--small] [--only SUBSTRING] [--budget N] [--json PATH]
                                  [--no-plot]
-    python benchmarks/library.py --record [--only SUBSTRING] [--min-kernels N]
+    python benchmarks/library.py --record [--only SUBSTRING] [--missing] [--min-kernels N]
                                  [--max-kernels N] [--record-budget N]
 
-``--small``: the CI-size subset (the instances marked ``small`` in the manifest).
+``--small``: the CI-size subset (the instances marked ``small`` in the manifest). Exit code 1
+when a run contradicts a record (a value below the recorded bound, a bound above the best
+known value, a proof of a worse value); records flagged stale are not checked.
 docs/exact.md, "Benchmark library", describes the families and the records.
 """
 
@@ -33,6 +35,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -173,30 +176,40 @@ def _first_to_reach(found: dict[str, float], target: float | None) -> str | None
     return None
 
 
-def record(fam, only: str | None, kernels: tuple[int, int], budget: float) -> int:
-    data = merged_manifest(fam)
-    for d in data["instances"]:
-        if only and only not in d["name"]:
+def record(fam, only: str | None, kernels: tuple[int, int], budget: float, missing: bool) -> int:
+    """Re-make the records of the selected instances (``missing``: only those without one)."""
+    done: dict[str, dict] = {}  #: name -> the fields this run wrote
+    for d in merged_manifest(fam)["instances"]:
+        if (only and only not in d["name"]) or (missing and d.get("record")):
             continue
         e = fam.Entry.from_json(d)
         p = fam.build_unconstrained(e)
-        d["kernels"], d["edges"] = p.num_kernels, len(p.edges.src)
+        new = done.setdefault(d["name"], {"kernels": p.num_kernels, "edges": len(p.edges.src)})
         if not kernels[0] <= p.num_kernels <= kernels[1]:
             continue
         p = fam.build(e)
         t0 = time.perf_counter()
-        d["fingerprint"] = fam.fingerprint(p)
-        d["record"] = record_instance(p, budget)
-        rec = d["record"]
+        new.update(fingerprint=fam.fingerprint(p), record=record_instance(p, budget))
+        rec = new["record"]
         print(f"{d['name']:52s} n={p.num_kernels:5d} best {_fmt(rec['best_value_ns'])} "
               f"({rec['value_by']}) bound {_fmt(rec['best_bound_ns'])} ({rec['bound_by']}) "
               f"{'PROVEN' if rec['proven'] else 'open'} exact {rec['exact_status']} "
               f"{time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
-        mark_small(data)
-        save_manifest(data)  # after every instance: an interrupted recording keeps its work
-    mark_small(data)
-    save_manifest(data)
+        _save_records(fam, done)  # after every instance: an interrupted recording keeps its work
+    _save_records(fam, done)
     return 0
+
+
+def _save_records(fam, done: dict[str, dict]) -> None:
+    """Merge this run's fields into the manifest as it is on disk now (so that recordings
+    of disjoint selections can run side by side), re-mark the CI subset, write atomically."""
+    data = merged_manifest(fam)
+    for d in data["instances"]:
+        d.update(done.get(d["name"], {}))
+    mark_small(data)
+    tmp = MANIFEST.with_suffix(f".{os.getpid()}.tmp")
+    save_manifest(data, tmp)
+    os.replace(tmp, MANIFEST)
 
 
 def mark_small(data: dict) -> None:
@@ -251,6 +264,25 @@ def bench(fam, data: dict, *, small: bool, only: str | None, budget: float) -> l
               f"{' STALE' if row['stale'] else ''} | " + " | ".join(cells), flush=True)
         rows.append(row)
     return rows
+
+
+def contradictions(rows: list[dict]) -> list[str]:
+    """Runs that contradict a (fresh) record: a value below the recorded bound, a bound above
+    the best known value, or a claimed proof of a value worse than the best known one."""
+    out = []
+    for row in rows:
+        if row["stale"]:
+            continue
+        best, bound = row["best_ns"], row["bound_ns"]
+        for label, r in row["runs"].items():
+            v = r["value_ns"]
+            if v is not None and v < bound * (1 - PROOF_REL):
+                out.append(f"{row['name']}: {label} value {v:.12g} < recorded bound {bound:.12g}")
+            if best is not None and r["bound_ns"] > best * (1 + PROOF_REL):
+                out.append(f"{row['name']}: {label} bound {r['bound_ns']:.12g} > best known {best:.12g}")
+            if r["proven"] and best is not None and v is not None and v > best * (1 + PROOF_REL):
+                out.append(f"{row['name']}: {label} claims {v:.12g} optimal, best known {best:.12g}")
+    return out
 
 
 def _pct(g: float) -> str:
@@ -315,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="the CI-size subset")
     ap.add_argument("--record", action="store_true", help="re-make the records")
     ap.add_argument("--only", help="instances whose name contains this")
+    ap.add_argument("--missing", action="store_true", help="--record: only unrecorded instances")
     ap.add_argument("--min-kernels", type=int, default=0, help="--record: skip smaller")
     ap.add_argument("--max-kernels", type=int, default=10**6, help="--record: skip larger")
     ap.add_argument("--budget", type=float, default=BUDGET, help="evaluations per run")
@@ -326,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     fam = families()
     if args.record:
-        return record(fam, args.only, (args.min_kernels, args.max_kernels), args.record_budget)
+        return record(fam, args.only, (args.min_kernels, args.max_kernels), args.record_budget,
+                      args.missing)
     data = load_manifest(args.manifest)
     t0 = time.perf_counter()
     rows = bench(fam, data, small=args.small, only=args.only, budget=args.budget)
@@ -336,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         print(plot(rows, PROFILE_PNG))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, default=str))
-    return 0
+    bad = contradictions(rows)
+    for line in bad:
+        print(f"CONTRADICTION {line}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

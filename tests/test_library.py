@@ -58,6 +58,11 @@ def test_records_are_consistent() -> None:
         best, bound = rec["best_value_ns"], rec["best_bound_ns"]
         runs = rec["runs"].values()
         values = [r["value_ns"] for r in runs if r.get("value_ns") is not None]
+        assert bound == max(min(r["bound_ns"], best if best is not None else math.inf)
+                            for r in runs if r.get("bound_ns") is not None), d["name"]
+        if best is None:  # no run found a mapping
+            assert not values and rec["proven"] == (rec["exact_status"] == "infeasible"), d["name"]
+            continue
         assert best == min(values), d["name"]
         assert bound <= best, d["name"]
         assert rec["proven"] == (bound >= best * (1 - LIB.PROOF_REL)), d["name"]
