@@ -11,16 +11,17 @@ Families (``entries()`` lists the grid):
 * ``layer``: one GPT layer, forward (18 kernels), forward with 4 experts (23) or forward and
   backward (41);
 * ``stacked``: N forward layers or N training layers in one graph (36-1,312 kernels);
-* ``whole``: a whole model, embedding + N layers + LM head (forward up to 5,943 kernels,
-  training up to 5,914);
+* ``whole``: a whole model, embedding + N layers + LM head (forward 220-5,944 kernels,
+  training 501-5,913);
 * ``dlrm``: DLRM training steps with 4-400 MLP layers (12-1,200 kernels);
 * ``hpl``: HPL panel-iteration chains (16-4,096 kernels);
 * ``fft``: the two-step FFT (2 kernels: trivial, kept as the forced corner case).
 
 Systems (``SYSTEMS``): ``compute`` (fast DRAM and links, unlimited SRAM: the compute term
 binds), ``memory`` (DDR at 100 GB/s and an SRAM of 1.25x the smallest one the contiguous
-order DP can map: spills to slow DRAM bind) and ``network`` (16 chips on 10 GB/s links: the
-collectives bind). Models: ``flop`` (compute_util 0.7) and ``cycle`` (the systolic cycle
+order DP can map: spills to slow DRAM bind; graphs up to about 400 kernels, as the SRAM
+bisection solves each ~25 times; HPL and FFT check no SRAM, there only the DDR is slow) and
+``network`` (16 chips on 10 GB/s links: the collectives bind). Models: ``flop`` (compute_util 0.7) and ``cycle`` (the systolic cycle
 model, compute_util 0).
 """
 
