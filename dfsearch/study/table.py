@@ -12,6 +12,7 @@ import contextlib
 import csv
 import math
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,14 +68,19 @@ def cell_text(value: Any) -> str:
 
 
 class TableWriter:
-    """Appends rows to ``results.csv`` (header first if the file is new), flushing and
-    syncing each row so a killed sweep loses at most the row being written. A failed write
-    (disk full, file system gone read-only) is a :class:`SpecError` naming the file; the
-    rows before it stay (a resumed sweep drops a partly written last row)."""
+    """Appends rows to ``results.csv`` (header first if the file is new), handing each row to
+    the operating system at once (a killed sweep loses at most the row being written) and
+    syncing it to disk, or with ``sync_every_s`` > 0 syncing when that many seconds have
+    passed since the last sync, and on close (a crash of the machine loses at most the rows
+    of the last ``sync_every_s`` seconds; what is written never depends on the clock). A
+    failed write (disk full, file system gone read-only) is a :class:`SpecError` naming the
+    file; the rows before it stay (a resumed sweep drops a partly written last row)."""
 
-    def __init__(self, path: Path, header: list[str]) -> None:
+    def __init__(self, path: Path, header: list[str], *, sync_every_s: float = 0.0) -> None:
         self.path = path
         self.header = header
+        self.sync_every_s = sync_every_s
+        self._synced = -math.inf  # time.monotonic() of the last sync
         try:
             new = not path.exists() or path.stat().st_size == 0
             self._file = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -94,12 +100,19 @@ class TableWriter:
         try:
             self._csv.writerow(cells)
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if time.monotonic() - self._synced >= self.sync_every_s:
+                self._sync()
         except OSError as e:
             raise self._error(e) from None
 
+    def _sync(self) -> None:
+        os.fsync(self._file.fileno())
+        self._synced = time.monotonic()
+
     def close(self) -> None:
         with contextlib.suppress(OSError):  # a failed write already said why
+            self._sync()
+        with contextlib.suppress(OSError):
             self._file.close()
 
     def __enter__(self) -> TableWriter:

@@ -1,0 +1,51 @@
+"""How a sweep moves points and rows (issue 25): chunks of consecutive points for the
+workers, and a table synced to disk once a second at most while every row reaches the
+operating system at once."""
+
+from __future__ import annotations
+
+import types
+
+from dfsearch.study import table as table_mod
+from dfsearch.study.point import CHUNK_MAX, chunk_size, chunks
+from dfsearch.study.study import Point
+
+
+def test_chunks_are_consecutive_and_cover_every_point_once():
+    points = [Point(i, (i,)) for i in range(10)]
+    parts = list(chunks(iter(points), 4))
+    assert [len(p) for p in parts] == [4, 4, 2]
+    assert [p for part in parts for p in part] == points
+
+
+def test_chunk_size_gives_each_worker_several_chunks_within_bounds():
+    assert chunk_size(1_600, 2) == min(CHUNK_MAX, 1_600 // 16) == 32
+    assert chunk_size(500, 16) == 500 // (8 * 16) == 3
+    assert chunk_size(5, 16) == 1  # fewer points than workers: one point a chunk
+    assert chunk_size(10**6, 1) == CHUNK_MAX
+
+
+def test_rows_reach_the_file_at_once_and_disk_once_a_second(tmp_path, monkeypatch):
+    clock = {"now": 100.0}
+    synced: list[float] = []
+    monkeypatch.setattr(table_mod, "time", types.SimpleNamespace(monotonic=lambda: clock["now"]))
+    monkeypatch.setattr(table_mod.os, "fsync", lambda fd: synced.append(clock["now"]))
+    path = tmp_path / "results.csv"
+    with table_mod.TableWriter(path, ["point", "x"], sync_every_s=1.0) as t:
+        assert synced == [100.0]  # the header: the first write syncs
+        for i in range(5):  # 0.25 s apart: rows at 100.25 ... 101.25
+            clock["now"] += 0.25
+            t.write({"point": i, "x": i})
+            assert path.read_text().count("\n") == i + 2  # in the file at once
+        assert synced == [100.0, 101.0]  # 1 s after the header, then not before 102.0
+    assert synced == [100.0, 101.0, 101.25]  # and on close
+    assert path.read_text().splitlines() == ["point,x", *(f"{i},{i}" for i in range(5))]
+
+
+def test_without_a_period_every_row_is_synced(tmp_path, monkeypatch):
+    synced: list[int] = []
+    monkeypatch.setattr(table_mod.os, "fsync", lambda fd: synced.append(fd))
+    with table_mod.TableWriter(tmp_path / "results.csv", ["point"]) as t:
+        for i in range(3):
+            t.write({"point": i})
+    assert len(synced) == 1 + 3 + 1  # header, rows, close
