@@ -4,10 +4,17 @@ operating system at once."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import types
+from pathlib import Path
 
+import pytest
+
+import dfsearch
+from dfsearch.loader import load_spec, parse_toml, spec_from_data, spec_to_data
 from dfsearch.study import table as table_mod
-from dfsearch.study.point import CHUNK_MAX, chunk_size, chunks
+from dfsearch.study.point import CHUNK_MAX, chunk_size, chunks, point_digest
 from dfsearch.study.study import Point
 
 
@@ -49,3 +56,28 @@ def test_without_a_period_every_row_is_synced(tmp_path, monkeypatch):
         for i in range(3):
             t.write({"point": i})
     assert len(synced) == 1 + 3 + 1  # header, rows, close
+
+
+EXAMPLES = sorted((Path(dfsearch.__file__).parent / "examples").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_point_digest_is_the_digest_of_the_whole_specs_data(path):
+    """The digest (which reuses a graph's data across points) is the SHA-256 of the spec's
+    full data and seed as sorted JSON, as a table written before it holds."""
+    spec = load_spec(path)
+    for seed in (0, 7):
+        text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
+        want = hashlib.sha256(text.encode()).hexdigest()[:16]
+        assert point_digest(spec, seed) == want
+        assert point_digest(spec, seed) == want  # the graph's data reused
+
+
+def test_points_differing_off_the_graph_share_the_generated_graph_and_keep_their_own_digest():
+    path = EXAMPLES[0].parent / "gpt3_1T_sn30.toml"  # [graph] generator = "llm"
+    data = parse_toml(path.read_text(), str(path))
+    other = dict(data, workload=dict(data["workload"], global_batch_size=2 * data["workload"]["global_batch_size"]))
+    a = spec_from_data(data, file="a.toml", base_dir=EXAMPLES[0].parent)
+    b = spec_from_data(other, file="b.toml", base_dir=EXAMPLES[0].parent)
+    assert a.graph is b.graph  # generated once for equal parameters
+    assert point_digest(a, 0) != point_digest(b, 0)

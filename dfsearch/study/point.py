@@ -9,13 +9,14 @@ import hashlib
 import itertools
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dfsearch.errors import SpecError
 from dfsearch.loader import spec_to_data
+from dfsearch.memo import by_identity
 from dfsearch.plan import run
-from dfsearch.spec import Spec
+from dfsearch.spec import Graph, Spec
 from dfsearch.study.study import Point, Study
 
 __all__ = ["Task", "CTRL_C", "run_point", "run_chunk", "chunks", "chunk_size", "task_of", "point_digest",
@@ -35,9 +36,23 @@ class Task:
 
 
 def point_digest(spec: Spec, seed: int) -> str:
-    """A short digest of a point's spec (every field, the graph too) and seed."""
-    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
+    """A short digest of a point's spec (every field, the graph too) and seed: the SHA-256
+    of ``[spec_to_data(spec), seed]`` as sorted JSON, with the graph's data computed once
+    per graph object (the points of a study share their generated graph)."""
+    data = spec_to_data(replace(spec, graph=_NO_GRAPH))
+    data["graph"] = _graph_data(spec.graph)
+    text = json.dumps([data, seed], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: a stand-in graph while the rest of a spec is turned into data (``point_digest``)
+_NO_GRAPH = Graph(kernels=(), connections=())
+
+
+@by_identity(64)
+def _graph_data(graph: Graph) -> dict[str, Any]:
+    """``spec_to_data(spec)["graph"]`` of a spec holding ``graph`` (read only)."""
+    return {k: v for k, v in spec_to_data(graph).items() if v != []}
 
 
 def task_of(study: Study, point: Point) -> tuple[str, Task]:
