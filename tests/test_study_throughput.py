@@ -81,3 +81,17 @@ def test_points_differing_off_the_graph_share_the_generated_graph_and_keep_their
     b = spec_from_data(other, file="b.toml", base_dir=EXAMPLES[0].parent)
     assert a.graph is b.graph  # generated once for equal parameters
     assert point_digest(a, 0) != point_digest(b, 0)
+
+
+def test_a_failed_last_sync_is_an_error_naming_the_file(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    t = table_mod.TableWriter(tmp_path / "results.csv", ["point"], sync_every_s=60.0)
+    t.write({"point": 0})  # the header was synced when it was written; this row is not yet
+    monkeypatch.setattr(table_mod.os, "fsync", full)
+    with pytest.raises(table_mod.SpecError, match="No space left on device"):
+        t.close()
+    assert (tmp_path / "results.csv").read_text() == "point\n0\n"  # the rows stay

@@ -81,6 +81,7 @@ class TableWriter:
         self.header = header
         self.sync_every_s = sync_every_s
         self._synced = -math.inf  # time.monotonic() of the last sync
+        self._failed = False  # a write or sync failed (said once, not again on close)
         try:
             new = not path.exists() or path.stat().st_size == 0
             self._file = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -103,6 +104,7 @@ class TableWriter:
             if time.monotonic() - self._synced >= self.sync_every_s:
                 self._sync()
         except OSError as e:
+            self._failed = True
             raise self._error(e) from None
 
     def _sync(self) -> None:
@@ -110,16 +112,28 @@ class TableWriter:
         self._synced = time.monotonic()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # a failed write already said why
-            self._sync()
-        with contextlib.suppress(OSError):
-            self._file.close()
+        """Sync the rows not yet on disk and close; a failed sync is a :class:`SpecError`
+        (unless a write already failed and said why)."""
+        try:
+            if not self._failed:
+                self._file.flush()
+                self._sync()
+        except OSError as e:
+            self._failed = True
+            raise self._error(e) from None
+        finally:
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     def __enter__(self) -> TableWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(SpecError):  # the error on its way says what went wrong
+            self.close()
 
 
 def drop_partial_line(path: Path) -> None:
@@ -270,8 +284,12 @@ class TableReader:
     def __enter__(self) -> TableReader:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(SpecError):  # the error on its way says what went wrong
+            self.close()
 
 
 def _int_cell(text: str) -> int | None:
