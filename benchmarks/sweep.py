@@ -1,29 +1,33 @@
-"""Points per second of a design-space sweep, measured side by side in one run:
+"""The throughput and start-up figures of design-space sweeps (issue 25), measured side by
+side in one run, each with its target and ratio. ``python benchmarks/sweep.py`` prints:
 
-* ``in-process, 1 job``: ``dfsearch.study.runner.sweep`` in this process (compiles or loads
-  the compiled code once, then every point reuses it);
-* ``in-process, 2 jobs``: the same with a pool of 2 worker processes (each loads once);
-* ``one process per point``: ``dfsearch run SPEC --quiet`` as a subprocess for each point
-  (each pays Python start-up, imports and the compiled-code load), sequentially, on the first
-  ``--subprocess-points`` points (default 16) so the benchmark stays short.
+* cheap points, one process: points/s of ``dfsearch.study.runner.sweep`` in this process on
+  the 1,600-point study (the shipped 80-system GPT-3 1T grid x 5 global batch sizes x 4
+  sequence lengths), and its ratio to 13.6 points/s, the figure on a 2-core machine when the
+  issue was filed (target: >= 5x, >= 70 points/s there);
+* cheap points, N workers (the last of ``--jobs-list``): points/s of the same sweep with a
+  pool of N long-lived worker processes, on the 10,000-point grid (x 5 layer counts) when
+  N >= 8 so that their start is amortised (target: >= 1,000 points/s on 16 cores);
+* heavy points: points/s of a 504-point study of heavy points (the shipped chip area-split
+  study, 21 compute shares x 24 DRAM bandwidths; ``--heavy-points`` takes fewer, at
+  compute shares spread over the range) with 1 and with N workers, and the ratio (targets:
+  >= 1.7x from 1 to 2 workers on 2 cores, >= 12x from 1 to 16); the two tables are
+  compared, less the seconds column
+  (target: identical);
+* the resume of a finished 10,000-row table, in seconds (target: <= 1 s);
+* cold start: CPU seconds of ``dfsearch run`` (the built-in example) with an empty Numba
+  cache folder, less those of the same run once cached: the compilation before the search
+  starts (target: <= 10 s CPU; ``--no-cold-start`` skips it).
 
-Default study: the shipped 80-system GPT-3 1T grid (dfsearch/examples/studies/gpt3_1T_grid.toml),
-the Done-when figure of issue 13 (<= 60 s on a 2-core machine). The end-to-end ``dfsearch
-sweep`` command is timed too (a subprocess, so it includes start-up).
+CPU seconds are this process's and its finished children's (pool workers included).
+``--jobs-list 1,16`` on a 16-core machine gives the 1-to-16 figures (one command, a few
+minutes). The other modes: ``--grid`` (the 80-system grid: in process, 2 jobs, the
+command, a process per point), ``--shipped`` (the command of every shipped study),
+``--cheap`` (the cheap-point figures alone).
 
-``--shipped`` instead times the one ``dfsearch sweep`` command of every shipped study
-(the 4 workloads' grids, the SRAM x DRAM and area-split studies).
-
-``--cheap`` instead measures the throughput of cheap points (issue 25): a 1,600-point study,
-the 80-system grid x 5 global batch sizes x 4 sequence lengths, written to a temporary
-folder, swept in this process with 1 and 2 jobs (points/s), then the same sweep again with
-nothing left to do (the seconds of a resume of 1,600 finished rows), and the resume of a
-finished 10,000-row table (the grid x 5 batch sizes x 5 sequence lengths x 5 layer counts,
-its first row searched and the others copies of it with their own axis values, so only the
-resume is timed; ``--no-long-resume`` skips it).
-
-Usage: ``python benchmarks/sweep.py [--study PATH] [--subprocess-points N] [--shipped] [--cheap]
-[--no-long-resume] [--json PATH]``
+Usage: ``python benchmarks/sweep.py [--jobs-list 1,N] [--heavy-points N] [--no-cold-start]
+[--no-long-resume] [--grid | --shipped | --cheap] [--study PATH] [--subprocess-points N]
+[--json PATH]``
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import csv
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -172,13 +177,140 @@ def cheap_points(tmp: Path, long_resume: bool, json_path: Path | None) -> None:
         json_path.write_text(json.dumps(figures, indent=2) + "\n")
 
 
+#: points/s of cheap points in one process on a 2-core machine when issue 25 was filed
+FILED_CHEAP_POINTS_PER_S = 13.6
+AREA = ROOT / "dfsearch/examples/studies/area_split.toml"
+#: 21 compute shares x 24 DRAM bandwidths = 504 heavy points (each a search of the
+#: configuration count too)
+HEAVY_SHARES = [round(0.2 + 0.03 * i, 2) for i in range(21)]
+HEAVY_DRAM_BW = [round(100 * 1.35**i) for i in range(24)]  # 100 to 99,418 GB/s
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have finished (a pool's workers
+    once it is joined)."""
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + c.ru_utime + c.ru_stime
+
+
+def measured_sweep(study_path: Path, jobs: int, folder: Path) -> dict[str, float]:
+    """One fresh sweep: its points, wall and CPU seconds, points/s (wall)."""
+    from dfsearch.study.runner import sweep
+    from dfsearch.study.study import load_study
+
+    study = load_study(study_path)
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    summary = sweep(study, folder, jobs=jobs, fresh=True)
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    return {"points": summary.ran, "seconds": wall, "cpu_seconds": cpu, "points_per_s": summary.ran / wall,
+            "jobs": jobs}  # fmt: skip
+
+
+def heavy_study(folder: Path, points: int) -> Path:
+    """The shipped area-split study with 504 points (``HEAVY_SHARES`` x ``HEAVY_DRAM_BW``),
+    or about ``points`` of them: whole rows of DRAM bandwidths, at compute shares spread
+    over the range."""
+    text = AREA.read_text().replace('base = "../gpt3_1T_sn30.toml"', f'base = "{AREA.parent.parent / "gpt3_1T_sn30.toml"}"')
+    head, _, _ = text.partition("[axes]")
+    rows = min(len(HEAVY_SHARES), max(1, -(-points // len(HEAVY_DRAM_BW))))
+    shares = [HEAVY_SHARES[i * len(HEAVY_SHARES) // rows] for i in range(rows)]  # spread out
+    axes = f'[axes]\ncompute_share = {shares}\n"system.memory.dram_bw_GBps" = {HEAVY_DRAM_BW}\n'
+    path = folder / "heavy.toml"
+    path.write_text(head + axes)
+    return path
+
+
+def rows_less_seconds(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r.pop("seconds", None)
+    return rows
+
+
+def cold_start(tmp: Path) -> dict[str, float]:
+    """CPU seconds of ``dfsearch run`` with an empty Numba cache folder and again with it
+    filled: their difference is the compilation before the search starts."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
+    out = {}
+    for name in ("cold", "warm"):
+        c0 = cpu_seconds()
+        r = subprocess.run([sys.executable, "-m", "dfsearch", "run"], env=env, cwd=tmp, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        out[f"{name}_cpu_seconds"] = cpu_seconds() - c0
+        out[f"{name}_said_compiling"] = "compiling" in r.stderr
+    out["compile_cpu_seconds"] = out["cold_cpu_seconds"] - out["warm_cpu_seconds"]
+    return out
+
+
+def targets(tmp: Path, jobs_list: list[int], heavy_points: int, long_resume: bool, cold: bool,
+            json_path: Path | None) -> None:  # fmt: skip
+    """The default mode: every figure of issue 25 with its target (module docstring)."""
+    one, many = jobs_list[0], jobs_list[-1]
+    cheap = grid_study(tmp, "cheap_grid", CHEAP_AXES)
+    long = grid_study(tmp, "long_grid", LONG_AXES)
+    heavy = heavy_study(tmp, heavy_points)
+    f: dict[str, dict] = {}
+    f["cheap_1_job"] = measured_sweep(cheap, one, tmp / "cheap1")
+    f["cheap_many_jobs"] = measured_sweep(long if many >= 8 else cheap, many, tmp / "cheapN")
+    f["heavy_1_job"] = measured_sweep(heavy, one, tmp / "heavy1")
+    f["heavy_many_jobs"] = measured_sweep(heavy, many, tmp / "heavyN")
+    same = rows_less_seconds(tmp / "heavy1/results.csv") == rows_less_seconds(tmp / "heavyN/results.csv")
+    if many < 8:
+        same = same and rows_less_seconds(tmp / "cheap1/results.csv") == rows_less_seconds(tmp / "cheapN/results.csv")
+    f["identical_tables"] = {"same": same}
+    if long_resume:
+        long_table(long, tmp / "long")
+        s, n = time_resume(long, tmp / "long")
+        f["resume_long_table"] = {"seconds": s, "points": n}
+    if cold:
+        f["cold_start"] = cold_start(tmp)
+    print_targets(f, one, many)
+    if json_path:
+        json_path.write_text(json.dumps(f, indent=2) + "\n")
+
+
+def print_targets(f: dict[str, dict], one: int, many: int) -> None:
+    def line(name: str, r: dict) -> str:
+        return (f"{r['points']:>6} points in {r['seconds']:7.2f} s ({r['cpu_seconds']:7.2f} s CPU) = "
+                f"{r['points_per_s']:8.1f} points/s")  # fmt: skip
+
+    print(f"dfsearch sweep targets (issue 25); {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    c1, cn, h1, hn = f["cheap_1_job"], f["cheap_many_jobs"], f["heavy_1_job"], f["heavy_many_jobs"]
+    print(f"  cheap points, {one} job:    {line('', c1)}")
+    per_cpu = c1["points"] / c1["cpu_seconds"]
+    print(f"    per CPU second {per_cpu:.1f} points/s; against the {FILED_CHEAP_POINTS_PER_S} points/s of the "
+          f"issue (2 cores): {c1['points_per_s'] / FILED_CHEAP_POINTS_PER_S:.2f}x by the clock, "
+          f"{per_cpu / FILED_CHEAP_POINTS_PER_S:.2f}x per CPU second (target >= 5x, >= 70 points/s; on a "
+          f"loaded machine only the CPU figure means anything)")  # fmt: skip
+    print(f"  cheap points, {many} jobs:   {line('', cn)}   (target >= 1,000 points/s on 16 cores)")
+    print(f"  heavy points, {one} job:    {line('', h1)}")
+    print(f"  heavy points, {many} jobs:   {line('', hn)}")
+    target = {2: "target >= 1.7x on 2 cores", 16: "target >= 12x on 16 cores"}.get(many, "targets: 1.7x at 2, 12x at 16")
+    print(f"    ratio {many} jobs / {one}: {hn['points_per_s'] / h1['points_per_s']:.2f}x ({target})")
+    print(f"  tables identical for {one} and {many} jobs (less seconds): {f['identical_tables']['same']}")
+    if "resume_long_table" in f:
+        r = f["resume_long_table"]
+        print(f"  resume of a finished {r['points']:,}-row table: {r['seconds']:.2f} s (target <= 1 s)")
+    if "cold_start" in f:
+        c = f["cold_start"]
+        print(f"  cold start: 'dfsearch run' {c['cold_cpu_seconds']:.1f} s CPU with an empty Numba cache, "
+              f"{c['warm_cpu_seconds']:.1f} s cached: {c['compile_cpu_seconds']:.1f} s CPU compiling before the "
+              f"search (target <= 10 s); compile line shown: {c['cold_said_compiling']}")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs-list", default="1,2", help="the job counts compared, e.g. 1,16 (default 1,2)")
+    ap.add_argument("--heavy-points", type=int, default=504, help="heavy points (default 504, the whole study)")
+    ap.add_argument("--no-cold-start", action="store_true", help="skip the cold-start figure")
+    ap.add_argument("--grid", action="store_true", help="the 80-system grid figures instead")
     ap.add_argument("--study", type=Path, default=GRID)
     ap.add_argument("--subprocess-points", type=int, default=16)
     ap.add_argument("--shipped", action="store_true", help="time the command of every shipped study instead")
     ap.add_argument("--cheap", action="store_true", help="points/s of cheap points and resume seconds instead")
-    ap.add_argument("--no-long-resume", action="store_true", help="with --cheap: skip the 10,000-row resume")
+    ap.add_argument("--no-long-resume", action="store_true", help="skip the 10,000-row resume")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dfsearch-sweep-bench-"))
@@ -187,6 +319,10 @@ def main() -> None:
         return
     if args.cheap:
         cheap_points(tmp, not args.no_long_resume, args.json)
+        return
+    if not args.grid:
+        jobs = [int(j) for j in args.jobs_list.split(",")]
+        targets(tmp, jobs, args.heavy_points, not args.no_long_resume, not args.no_cold_start, args.json)
         return
     figures: dict[str, dict[str, float]] = {}
 

@@ -172,7 +172,7 @@ LAYERS = ("data", "model", "search", "plans", "API/CLI")
 LAYER_OF = {
     # the validated input and the words every layer shares; no module of another layer
     "codes": "data", "errors": "data", "issues": "data", "spec": "data", "quirks": "data",
-    "workload_specs": "data",
+    "workload_specs": "data", "memo": "data",
     # the catalogue of chips, fabrics and models (numbers with their sources) that specs name
     "presets": "data",
     # the performance model and everything it reads: readers and checks of the input, the

@@ -57,6 +57,7 @@ __all__ = [
     "gemm_tile",
     "gemm_work_flop",
     "realistic_compute_ns",
+    "with_num_config",
 ]
 
 @dataclass(frozen=True, slots=True)
@@ -458,3 +459,25 @@ def _constants(
         fb_rule=bool(fb_rule), num_input_mixed=0 < num_set < n, fixed_config=bool(fixed),
         sparse=sparse,
     )  # fmt: skip
+
+
+def _config_fields(spec: Spec, c: int) -> dict[str, int | bool]:
+    """The fields of ``Constants`` that depend on the configuration count C (the only outer
+    choice nothing else of a lowered problem depends on), as ``_constants`` sets them
+    (tests/test_lower_reuse.py checks that the two agree)."""
+    g, ex = spec.graph, spec.execution
+    fixed = forced_config(spec, c)
+    fb_rule = ex.style is ExecutionStyle.DATAFLOW and not fixed and g.is_training and c < len(g.kernels)
+    f_cap, b_min = fwd_bwd_bounds(c)
+    return {"num_config": int(c), "fb_last_fwd": int(f_cap), "fb_first_bwd": int(b_min),
+            "fb_rule": bool(fb_rule), "fixed_config": bool(fixed)}  # fmt: skip
+
+
+def with_num_config(problem: Problem, spec: Spec, num_config: int) -> Problem:
+    """``problem`` (lowered from ``spec``) for another configuration count: equal to
+    ``lower(spec, replace(problem.outer, num_config=num_config))`` without lowering again,
+    since only the configuration fields of its constants depend on the count."""
+    if num_config == problem.outer.num_config:
+        return problem
+    constants = problem.constants._replace(**_config_fields(spec, num_config))
+    return replace(problem, constants=constants, outer=replace(problem.outer, num_config=num_config))

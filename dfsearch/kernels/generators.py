@@ -32,6 +32,7 @@ The registry :data:`GENERATORS` and :func:`generate` serve the CLI and the TOML 
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -1566,4 +1567,18 @@ def generate(name: str, params: Mapping[str, int], *, path: str = "graph") -> Gr
         issues += _issues_positive(values, path)
     if issues:
         raise SpecError(issues)
-    return gen.function(**values)
+    key = tuple(sorted(values.items()))
+    try:
+        hash(key)
+    except TypeError:  # a caller's unhashable value: built afresh
+        return gen.function(**values)
+    return _built(name, key)
+
+
+@functools.lru_cache(maxsize=32)
+def _built(name: str, values: tuple[tuple[str, object], ...]) -> Graph:
+    """The graph of generator ``name`` for checked parameter ``values``, built once per
+    process for equal values and then shared (a ``Graph`` is frozen): the points of a study
+    that differ elsewhere get the same graph object, so what is computed from the graph
+    alone is computed once (``dfsearch.memo``)."""
+    return GENERATORS[name].function(**dict(values))

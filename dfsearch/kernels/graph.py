@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dfsearch.codes import Collective, ComputeType, Dim
+from dfsearch.memo import by_identity
 from dfsearch.spec import Graph, Kernel
 
 __all__ = [
@@ -80,6 +81,12 @@ class GraphStructure:
 
     @staticmethod
     def of(graph: Graph) -> GraphStructure:
+        """The structure of ``graph``, computed once per graph object (``dfsearch.memo``)."""
+        return _structure_of(graph)
+
+    @staticmethod
+    def build(graph: Graph) -> GraphStructure:
+        """The structure of ``graph``, computed."""
         idx = graph.index()
         src = tuple(idx[c.src] for c in graph.connections)
         dst = tuple(idx[c.dst] for c in graph.connections)
@@ -108,6 +115,11 @@ class GraphStructure:
     def is_topological_order(self) -> bool:
         """True when every connection goes from an earlier to a later kernel in file order."""
         return all(s < d for s, d in zip(self.src, self.dst))
+
+
+@by_identity(64)
+def _structure_of(graph: Graph) -> GraphStructure:
+    return GraphStructure.build(graph)
 
 
 def _out_bytes(k: Kernel) -> float:

@@ -44,7 +44,7 @@ import numpy as np
 
 from dfsearch.codes import Dim, ExecutionStyle, RunStatus, Status
 from dfsearch.cost.layout import Control, no_control
-from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower
+from dfsearch.cost.lower import Outer, Problem, effective_num_config, lower, with_num_config
 from dfsearch.cost.model import Evaluation, evaluate_problem, outer_status
 from dfsearch.decision import Decision
 from dfsearch.kernels.graph import sharding_choices
@@ -80,6 +80,8 @@ OPTUNA_TRIALS = 300
 #: relative distance of the answer: a bound summed in another order than the answer's
 #: configurations differs in the last bits
 PROOF_REL_TOL = 1e-12
+#: lowered problems a search keeps for reuse (``_lowered``; a few KB each)
+LOWERED_KEPT = 1024
 #: ``stopped_by`` of a search that stopped at a proven gap within ``search.gap``
 GAP_STOP = "gap"
 
@@ -114,6 +116,8 @@ class SearchState:
     sharding_cache: dict = field(default_factory=dict)
     #: the sharding problem's structure, shared by the solves on the spec's graph
     sharding_plans: ShardingPlans = field(default_factory=ShardingPlans)
+    #: lowered problems by outer choice less the configuration count (``_lowered``)
+    lowered: dict = field(default_factory=dict)
     progress: Progress | None = None  #: the caller's progress callback (display only)
     total: int = 0  #: outer choices in the space
     last_progress: SearchProgress | None = None  #: the last record sent
@@ -369,7 +373,7 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
         status, viol = outer_status(spec, outer)
         bound = math.inf
         if status is Status.OK:
-            problem = lower(spec, outer)
+            problem = _lowered(st, outer)
             lb = outer_mod.lower_bound_ns(problem)
             bound = st.objective.bound(problem, lb)
             if st.objective.latency_excess_ns(lb) > 0:  # no mapping meets the latency bound
@@ -377,6 +381,21 @@ def _bound_pairs(st: SearchState, pairs: tuple, c_any: int) -> list[Pair]:
         out.append(Pair(shape, t, sharding, bound, status, viol, mbs, pl))
         st.tick()
     return out
+
+
+def _lowered(st: SearchState, outer: Outer) -> Problem:
+    """``lower(st.spec, outer)``, lowered once per outer choice whatever the configuration
+    count (bounding and solving lower the same choice; only the count's constants differ:
+    ``cost.lower.with_num_config``). At most ``LOWERED_KEPT`` problems are kept, oldest
+    dropped first."""
+    key = (outer.shape, outer.sharding, outer.micro_batch_size, outer.num_tile, outer.placement)
+    base = st.lowered.get(key)
+    if base is None:
+        base = lower(st.spec, outer)
+        if len(st.lowered) >= LOWERED_KEPT:
+            del st.lowered[next(iter(st.lowered))]
+        st.lowered[key] = base
+    return with_num_config(base, st.spec, outer.num_config)
 
 
 # --------------------------------------------------------------------------- solving
@@ -399,7 +418,7 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     spec = st.spec
     mbs = p.micro_batch_size
     outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c, p.placement)
-    problem = lower(spec, outer)
+    problem = _lowered(st, outer)
     st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
     tick = st.tick if st.progress is not None else None
     a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)

@@ -24,6 +24,7 @@ from dfsearch.kernels.graph import (
     sharding_choices,
     upstream_layout,
 )
+from dfsearch.memo import by_identity
 from dfsearch.spec import Graph
 
 __all__ = ["ShardingPlans", "Plan", "Step"]
@@ -67,9 +68,16 @@ class ShardingPlans:
     def of(self, graph: Graph) -> Plan:
         plan = self.by_graph.get(id(graph))
         if plan is None or plan.graph is not graph:
-            plan = make_plan(graph)
+            plan = _plan_of(graph)
             self.by_graph[id(graph)] = plan
         return plan
+
+
+@by_identity(64)
+def _plan_of(graph: Graph) -> Plan:
+    """``make_plan``, once per graph object in a process: the points of a study share their
+    generated graph (``kernels.generators.generate``), hence its plan."""
+    return make_plan(graph)
 
 
 def make_plan(graph: Graph) -> Plan:

@@ -6,16 +6,22 @@ seed. Shared by every way a sweep runs its points (``runner``: in process or a p
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
+from dfsearch.errors import SpecError
 from dfsearch.loader import spec_to_data
+from dfsearch.memo import by_identity
 from dfsearch.plan import run
-from dfsearch.spec import Spec
+from dfsearch.spec import Graph, Spec
+from dfsearch.study.study import Point, Study
 from dfsearch.workloads.serving import serving_metrics
 
-__all__ = ["Task", "CTRL_C", "run_point", "point_digest", "roofline_cells"]
+__all__ = ["Task", "CTRL_C", "run_point", "run_chunk", "chunks", "chunk_size", "task_of", "point_digest",
+           "roofline_cells"]
 
 #: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
 CTRL_C = "ctrl_c"
@@ -31,9 +37,79 @@ class Task:
 
 
 def point_digest(spec: Spec, seed: int) -> str:
-    """A short digest of a point's spec (every field, the graph too) and seed."""
-    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
+    """A short digest of a point's spec (every field, the graph too) and seed: the SHA-256
+    of ``[spec_to_data(spec), seed]`` as sorted JSON, with the graph's data computed once
+    per graph object (the points of a study share their generated graph)."""
+    data = spec_to_data(replace(spec, graph=_NO_GRAPH))
+    data["graph"] = _graph_data(spec.graph)
+    text = json.dumps([data, seed], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: a stand-in graph while the rest of a spec is turned into data (``point_digest``)
+_NO_GRAPH = Graph(kernels=(), connections=())
+
+
+@by_identity(64)
+def _graph_data(graph: Graph) -> dict[str, Any]:
+    """``spec_to_data(spec)["graph"]`` of a spec holding ``graph`` (read only)."""
+    return {k: v for k, v in spec_to_data(graph).items() if v != []}
+
+
+def task_of(study: Study, point: Point) -> tuple[str, Task]:
+    """The digest and the task of one point: its validated spec and seed (the study's seed,
+    else the spec's).
+
+    Raises
+    ------
+    SpecError
+        The point's spec breaks a rule.
+    """
+    spec = study.point_spec(point)
+    seed = study.seed if study.seed is not None else spec.search.seed
+    return point_digest(spec, seed), Task(point.index, spec, seed)
+
+
+#: what a worker returns per point of a chunk: (digest, metrics), or None when the point's
+#: spec breaks a rule (the sweep builds it again where it writes the table, to raise there)
+ChunkResult = tuple[str, dict[str, Any]] | None
+
+
+#: the most points of one chunk, and the chunks each worker should get at least (so that
+#: the last chunks do not leave workers idle for long)
+CHUNK_MAX = 32
+CHUNKS_PER_WORKER = 8
+
+
+def chunk_size(points: int, workers: int) -> int:
+    """Points per chunk for ``points`` points on ``workers`` workers: 1 to ``CHUNK_MAX``,
+    about ``CHUNKS_PER_WORKER`` chunks per worker. The table does not depend on it."""
+    return max(1, min(CHUNK_MAX, points // (CHUNKS_PER_WORKER * max(workers, 1))))
+
+
+def chunks(points: Iterable[Point], size: int) -> Iterator[tuple[Point, ...]]:
+    """``points`` in consecutive tuples of ``size`` (the last one shorter), lazily."""
+    it = iter(points)
+    while chunk := tuple(itertools.islice(it, size)):
+        yield chunk
+
+
+def run_chunk(study: Study, points: tuple[Point, ...]) -> list[ChunkResult]:
+    """Build and search the points of a chunk, in order (the worker function of a process
+    pool or a Dask cluster: the worker builds the specs, so the process writing the table
+    only writes). Stops after a point that Ctrl-C interrupted (the sweep stops there)."""
+    out: list[ChunkResult] = []
+    for point in points:
+        try:
+            digest, task = task_of(study, point)
+        except SpecError:
+            out.append(None)
+            continue
+        metrics = run_point(task)
+        out.append((digest, metrics))
+        if metrics["status"] == "interrupted" or metrics.get(CTRL_C):
+            break
+    return out
 
 
 def run_point(task: Task) -> dict[str, Any]:

@@ -1,14 +1,17 @@
 """Running a study: every point searched once, in this process, in a process pool or on a
 Dask cluster, each finished point appended to the results table at once.
 
-Resuming: a sweep writes ``results.csv`` row by row (flushed and synced). Run again on the
+Resuming: a sweep writes ``results.csv`` row by row (each row handed to the operating system
+at once; the file synced to disk a second after the previous sync at most, as rows come, and
+at the end). Run again on the
 same folder, it skips the points already in the table. Every row carries the digest of its
 point's spec and seed; if a row no longer matches the study (the study, the base spec or a
 file it includes changed), the sweep refuses (``SpecError``, exit 2) unless ``fresh`` is
 set, which starts the table anew.
 
-Determinism: the rows are written in point order whatever the number of workers (a pool's
-results are taken in submission order), and each point's search depends on its spec and seed
+Determinism: the rows are written in point order whatever the number of workers (a pool or a
+Dask cluster gets chunks of consecutive points; their results are taken in submission
+order), and each point's search depends on its spec and seed
 only, so the table is the same for any ``jobs`` except the ``seconds`` column.
 """
 
@@ -28,7 +31,16 @@ from dfsearch import __version__
 from dfsearch.errors import Issue, SpecError
 from dfsearch.study.distributed import dask_results
 from dfsearch.study.folder import folder_lock, output_folder
-from dfsearch.study.point import CTRL_C, Task, point_digest, run_point  # re-exported
+from dfsearch.study.point import (  # Task, point_digest and run_point re-exported
+    CTRL_C,
+    Task,
+    chunk_size,
+    chunks,
+    point_digest,
+    run_chunk,
+    run_point,
+    task_of,
+)
 from dfsearch.study.study import Point, Study, cell
 from dfsearch.study.table import (
     METRICS,
@@ -85,9 +97,7 @@ def _tasks(study: Study, done: AbstractSet[int]) -> Iterator[tuple[Point, str, T
     for p in study.iter_points():
         if p.index in done:
             continue
-        spec = study.point_spec(p)
-        seed = study.seed if study.seed is not None else spec.search.seed
-        yield p, point_digest(spec, seed), Task(p.index, spec, seed)
+        yield p, *task_of(study, p)
 
 
 def precheck(study: Study, limit: int = 1000) -> int:
@@ -247,9 +257,9 @@ def sweep(
         total = _total(study)
         backend = "dask" if dask else ("process-pool" if jobs > 1 else "in-process")
         written = feasible = 0
-        with TableWriter(path, header) as table:
+        with TableWriter(path, header, sync_every_s=SYNC_EVERY_S) as table:
             try:
-                for (p, d), metrics in _results(_tasks(study, resumed.done), jobs, dask):
+                for p, d, metrics in _results(study, resumed.done, jobs, dask):
                     if metrics["status"] == "interrupted":
                         raise SweepInterrupted(before + written, total)
                     axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
@@ -278,18 +288,31 @@ def _total(study: Study) -> int:
     return sum(1 for _ in study.iter_points())
 
 
-Item = tuple[Point, str, Task]
+Row = tuple[Point, str, dict[str, Any]]
+#: seconds between two syncs of the table to disk (each row reaches the OS at once)
+SYNC_EVERY_S = 1.0
 
 
-def _results(items: Iterator[Item], jobs: int, dask: str | None) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
-    """Each item's (point, digest) and metrics, in item order."""
+def _results(study: Study, done: AbstractSet[int], jobs: int, dask: str | None) -> Iterator[Row]:
+    """Each point not yet in the table with its digest and metrics, in point order. With a
+    pool or Dask, the workers get chunks of points (``point.run_chunk``) and build their
+    specs themselves; results are taken in submission order."""
+    if not dask and jobs <= 1:
+        for p, d, t in _tasks(study, done):
+            yield p, d, run_point(t)
+        return
+    todo = (p for p in study.iter_points() if p.index not in done)
+    remaining = max(_total(study) - len(done), 1)
     if dask:
-        yield from dask_results(items, dask)
-    elif jobs > 1:
-        yield from _pool_results(items, jobs)
+        source = dask_results(study, todo, remaining, dask)
     else:
-        for p, d, t in items:
-            yield (p, d), run_point(t)
+        source = _pool_results(study, chunks(todo, chunk_size(remaining, jobs)), jobs)
+    for chunk, results in source:
+        for p, r in zip(chunk, results):
+            if r is None:  # the point's spec breaks a rule: raise its error here, in order
+                d, t = task_of(study, p)
+                r = d, run_point(t)
+            yield p, r[0], r[1]
 
 
 def _worker_ignores_ctrl_c() -> None:
@@ -302,23 +325,26 @@ def _worker_ignores_ctrl_c() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pool_results(items: Iterator[Item], jobs: int) -> Iterator[tuple[tuple[Point, str], dict[str, Any]]]:
-    """A process pool fed a few tasks ahead (2 per worker), so that the tasks in memory stay
-    bounded however many points the study has."""
+def _pool_results(
+    study: Study, parts: Iterator[tuple[Point, ...]], jobs: int
+) -> Iterator[tuple[tuple[Point, ...], list]]:
+    """A pool of ``jobs`` long-lived processes (each compiles or loads the compiled code
+    once) fed chunks of points a few ahead (2 per worker), so that the work in memory stays
+    bounded however many points the study has; each chunk with its results, in order."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
     pool = ctx.Pool(jobs, initializer=_worker_ignores_ctrl_c)
     pending: collections.deque = collections.deque()
     try:
-        for p, d, t in items:
-            pending.append(((p, d), pool.apply_async(run_point, (t,))))
+        for part in parts:
+            pending.append((part, pool.apply_async(run_chunk, (study, part))))
             if len(pending) >= 2 * jobs:
-                key, result = pending.popleft()
-                yield key, result.get()
+                part, result = pending.popleft()
+                yield part, result.get()
         while pending:
-            key, result = pending.popleft()
-            yield key, result.get()
+            part, result = pending.popleft()
+            yield part, result.get()
         pool.close()
     except BaseException:
         pool.terminate()

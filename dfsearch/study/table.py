@@ -12,6 +12,7 @@ import contextlib
 import csv
 import math
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,14 +68,20 @@ def cell_text(value: Any) -> str:
 
 
 class TableWriter:
-    """Appends rows to ``results.csv`` (header first if the file is new), flushing and
-    syncing each row so a killed sweep loses at most the row being written. A failed write
-    (disk full, file system gone read-only) is a :class:`SpecError` naming the file; the
-    rows before it stay (a resumed sweep drops a partly written last row)."""
+    """Appends rows to ``results.csv`` (header first if the file is new), handing each row to
+    the operating system at once (a killed sweep loses at most the row being written) and
+    syncing it to disk, or with ``sync_every_s`` > 0 syncing when that many seconds have
+    passed since the last sync, and on close (a crash of the machine loses at most the rows
+    of the last ``sync_every_s`` seconds; what is written never depends on the clock). A
+    failed write (disk full, file system gone read-only) is a :class:`SpecError` naming the
+    file; the rows before it stay (a resumed sweep drops a partly written last row)."""
 
-    def __init__(self, path: Path, header: list[str]) -> None:
+    def __init__(self, path: Path, header: list[str], *, sync_every_s: float = 0.0) -> None:
         self.path = path
         self.header = header
+        self.sync_every_s = sync_every_s
+        self._synced = -math.inf  # time.monotonic() of the last sync
+        self._failed = False  # a write or sync failed (said once, not again on close)
         try:
             new = not path.exists() or path.stat().st_size == 0
             self._file = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed by close()
@@ -94,19 +101,39 @@ class TableWriter:
         try:
             self._csv.writerow(cells)
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if time.monotonic() - self._synced >= self.sync_every_s:
+                self._sync()
         except OSError as e:
+            self._failed = True
             raise self._error(e) from None
 
+    def _sync(self) -> None:
+        os.fsync(self._file.fileno())
+        self._synced = time.monotonic()
+
     def close(self) -> None:
-        with contextlib.suppress(OSError):  # a failed write already said why
-            self._file.close()
+        """Sync the rows not yet on disk and close; a failed sync is a :class:`SpecError`
+        (unless a write already failed and said why)."""
+        try:
+            if not self._failed:
+                self._file.flush()
+                self._sync()
+        except OSError as e:
+            self._failed = True
+            raise self._error(e) from None
+        finally:
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     def __enter__(self) -> TableWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(SpecError):  # the error on its way says what went wrong
+            self.close()
 
 
 def drop_partial_line(path: Path) -> None:
@@ -257,8 +284,12 @@ class TableReader:
     def __enter__(self) -> TableReader:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(SpecError):  # the error on its way says what went wrong
+            self.close()
 
 
 def _int_cell(text: str) -> int | None:

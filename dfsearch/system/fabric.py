@@ -27,6 +27,7 @@ cases are bit for bit).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -74,9 +75,8 @@ class Fabric:
     ) -> Fabric:
         """The fabric of ``spec``'s network on ``shape`` (None: the spec's fixed roles)."""
         sysm, ex = spec.system, spec.execution
-        fabric = cls.build(sysm, tuple(shape), placement, spec.quirks, equations=ex.equations,
-                           separate_rs_ag_for_ar=ex.separate_rs_ag_for_ar,
-                           chips_per_copy=sysm.num_chip // spec.num_copy)  # fmt: skip
+        fabric = _built(cls, sysm, tuple(shape), placement, spec.quirks, ex.equations,
+                        ex.separate_rs_ag_for_ar, sysm.num_chip // spec.num_copy)  # fmt: skip
         if ex.model is not ExecutionModel.REALISTIC:
             return fabric
         ab = AlphaBeta(bus_efficiency=ex.bus_efficiency, step_ns=ex.collective_step_us * 1e3)
@@ -227,3 +227,12 @@ class Fabric:
             return self._alpha_beta_ns(Collective.POINT_TO_POINT, nbytes, Parallelism.PP)
         net, acc = self.system.network, self.system.accelerator
         return nbytes * self.ratios().p2p + net[g.pp_dim].latency_ns(acc)
+
+
+@functools.lru_cache(maxsize=256)
+def _built(cls: type[Fabric], system: System, shape: tuple[int, ...], placement: Placement | None,
+           quirks: Quirks, equations: Equations, separate: bool, chips_per_copy: int) -> Fabric:  # fmt: skip
+    """``Fabric.build`` once per process for equal (frozen) arguments: a search and the
+    points of a study on the same system build the same fabrics many times (issue 25)."""
+    return cls.build(system, shape, placement, quirks, equations=equations,
+                     separate_rs_ag_for_ar=separate, chips_per_copy=chips_per_copy)  # fmt: skip

@@ -205,19 +205,23 @@ class ServingStep:
 
 
 # --------------------------------------------------------------------------- shared rules
+#: the position in (sM, sK, sN) that a sharded or tiled dimension divides (OUTER cuts the rows)
+_DIM_POSITION = MappingProxyType({Dim.OUTER: 0, Dim.M: 0, Dim.K: 1, Dim.N: 2})
+
+
 def tiled_shard_dims(kernel: Kernel, choice: Dim, tp: int, t: int) -> tuple[int, int, int]:
-    """(sM, sK, sN) when the sharded dimension is cut TP ways and the tiled one T ways."""
-    rows, kk, nn = kernel.rows, (kernel.k if kernel.kind.has_k else 1), kernel.n
-
-    def dim_of(d: Dim) -> str:
-        return {Dim.OUTER: "m", Dim.M: "m", Dim.K: "k", Dim.N: "n"}.get(d, "")
-
-    sharded, tiled = dim_of(choice), dim_of(kernel.tiling)
-    out = []
-    for name, size in (("m", rows), ("k", kk), ("n", nn)):
-        div = (tp if sharded == name else 1) * (t if tiled == name else 1)
-        out.append(_ceil_div(size, div))
-    return out[0], out[1], out[2]
+    """(sM, sK, sN) when the sharded dimension is cut TP ways and the tiled one T ways (each
+    size divided by the product of its divisors, rounded up). Runs per kernel, choice and
+    outer choice: kept to plain arithmetic."""
+    div = [1, 1, 1]
+    sharded = _DIM_POSITION.get(choice)
+    if sharded is not None:
+        div[sharded] = tp
+    tiled = _DIM_POSITION.get(kernel.tiling)
+    if tiled is not None:
+        div[tiled] *= t
+    kk = kernel.k if kernel.kind.has_k else 1
+    return -(-kernel.rows // div[0]), -(-kk // div[1]), -(-kernel.n // div[2])
 
 
 def all_to_all_channels(ctx: Lowering, divisor: int) -> list[CollectiveNeed]:
