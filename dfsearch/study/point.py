@@ -13,9 +13,11 @@ from typing import Any
 from dfsearch.loader import spec_to_data
 from dfsearch.plan import run
 from dfsearch.spec import Spec
+from dfsearch.study.serve_point import serve_cells
+from dfsearch.study.study import ServePoint
 from dfsearch.workloads.serving import serving_metrics
 
-__all__ = ["Task", "CTRL_C", "run_point", "point_digest", "roofline_cells"]
+__all__ = ["Task", "CTRL_C", "run_point", "is_feasible", "point_digest", "roofline_cells"]
 
 #: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
 CTRL_C = "ctrl_c"
@@ -28,16 +30,22 @@ class Task:
     point: int
     spec: Spec
     seed: int
+    #: a serving-capacity point (the study's base spec has a [serve] table), else None
+    serve: ServePoint | None = None
 
 
-def point_digest(spec: Spec, seed: int) -> str:
-    """A short digest of a point's spec (every field, the graph too) and seed."""
-    text = json.dumps([spec_to_data(spec), seed], sort_keys=True, default=str)
+def point_digest(spec: Spec, seed: int, serve: ServePoint | None = None) -> str:
+    """A short digest of a point's spec (every field, the graph too), seed and, for a
+    serving-capacity point, its ``[serve]`` table."""
+    parts = [spec_to_data(spec), seed] + ([serve.data["serve"]] if serve is not None else [])
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def run_point(task: Task) -> dict[str, Any]:
     """Search one point and return its metric cells (the worker function)."""
+    if task.serve is not None:
+        return serve_cells(task.serve, task.seed)
     result = run(task.spec, seed=task.seed)
     row = _metrics(result)
     if result.search.stopped_by == "interrupted":
@@ -45,6 +53,12 @@ def run_point(task: Task) -> dict[str, Any]:
     if result.evaluation is not None:
         row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
     return row
+
+
+def is_feasible(row: dict[str, Any]) -> bool:
+    """Whether a row has an answer: a mapping (``final_s``) or, for a serving-capacity
+    point, a deployment meeting the SLOs (``meets_slos``)."""
+    return row.get("final_s") is not None or row.get("meets_slos") is True
 
 
 def roofline_cells(ev: Any, link_bw_GBps: float) -> dict[str, float]:
