@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from dfsearch.capacity.command import COLUMNS
 from dfsearch.cli import app
+from dfsearch.study.study import load_study
 from dfsearch.study.table import SERVE_METRICS, read_table
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "dfsearch/examples/serve/serve_llama3_70b.toml"
@@ -72,3 +73,21 @@ def test_a_bad_serve_axis_value_exits_2_naming_the_point_and_the_field(tmp_path)
     assert "serve.rate_per_s must be a number > 0. Got 0 instead." in r.output
     assert "(point serve.rate_per_s=0)" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "out/results.csv").exists()  # refused before any search
+
+
+def test_the_shipped_serve_study_builds_its_six_points_each_with_its_serve_table():
+    s = load_study(Path(__file__).resolve().parents[1] / "dfsearch/examples/studies/serve_rate_slo.toml")
+    points = s.points()
+    assert s.serves and len(points) == 6
+    tables = [s.point_serve(p).data["serve"] for p in points]
+    assert [(t["rate_per_s"], t["tpot_p99_s"]) for t in tables] == [
+        (r, t) for r in (250.0, 500.0, 1000.0) for t in (0.0001, 0.0004)]
+    assert all(t["tp"] == [1, 2] and t["max_chips"] == 8 for t in tables)  # the [set] edits
+
+
+def test_nsga2_sampling_refuses_a_serve_study_with_exit_2(tmp_path):
+    serve_spec(tmp_path / "base.toml")
+    study = tmp_path / "study.toml"
+    study.write_text('[study]\nbase = "base.toml"\n[axes]\n"serve.rate_per_s" = [5.0, 10.0]\n')
+    r = invoke("sweep", study, "-o", tmp_path / "out", "--sample", "nsga2", "--trials", "2")
+    assert r.exit_code == 2 and "is a serving-capacity study" in r.output and "Traceback" not in r.output
