@@ -36,7 +36,7 @@ from dfsearch.codes import ServeMode
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import spec_from_data
 
-__all__ = ["serve", "Answer", "answer", "chip_dram_bytes", "COLUMNS"]
+__all__ = ["serve", "Answer", "answer", "answer_of", "chip_dram_bytes", "COLUMNS"]
 
 COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
            "chip", "tp", "pp",
@@ -58,6 +58,13 @@ def answer(path: Path, step_cache: Path | None = None) -> Answer:
     """Search the serve spec at ``path`` (the step points through dfsearch's own search;
     ``step_cache``: a file keeping them between runs, ``step_store``)."""
     data, serve = read_serve_spec(path)
+    return answer_of(data, serve, path, step_cache)
+
+
+def answer_of(data: dict, serve: ServeSpec, path: Path, step_cache: Path | None = None) -> Answer:
+    """:func:`answer` for a serve spec already read: ``data`` (every table but ``[serve]``)
+    and its checked ``[serve]`` table; ``path`` names the spec in messages and its folder
+    holds the files the spec includes (a study's points run through here, docs/studies.md)."""
     usable = {chip.name: serve.memory_fraction * chip_dram_bytes(path, data, chip) for chip in serve.chips}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
     measure = SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips)

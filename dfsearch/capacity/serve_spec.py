@@ -30,7 +30,7 @@ from dfsearch.codes import ServeMode
 from dfsearch.errors import Issue, SpecError
 from dfsearch.presets import CHIPS, chip_named
 
-__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "serve_table", "WARMUP_FRACTION", "SAMPLERS",
+__all__ = ["ServeSpec", "ChipOption", "read_serve_spec", "split_serve", "serve_table", "WARMUP_FRACTION", "SAMPLERS",
            "EXHAUSTIVE_LIMIT"]
 
 #: the first tenth of the requests warm the replicas up and is not measured
@@ -106,9 +106,16 @@ def read_serve_spec(path: Path) -> tuple[dict[str, Any], ServeSpec]:
         raise SpecError(f"cannot read the file: {e.strerror or e}.", file=file) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"is not valid TOML: {e}.", file=file) from None
+    return split_serve(data, file)
+
+
+def split_serve(data: dict[str, Any], file: str) -> tuple[dict[str, Any], ServeSpec]:
+    """A serve spec's parsed TOML ``data`` as :func:`read_serve_spec` returns it: the other
+    tables (a shallow copy) and the checked ``[serve]`` table (``file`` names it in errors)."""
     if not isinstance(data.get("serve"), dict):
         raise SpecError(Issue("serve", "is required (a [serve] table: docs/serving.md, \"Capacity search\")."),
                         file=file)
+    data = dict(data)
     table = data.pop("serve")
     nets = data.get("system", {}).get("network") or [{}]
     default_bw = nets[-1].get("link_bw_GBps", 0.0) if isinstance(nets[-1], dict) else 0.0

@@ -116,6 +116,10 @@ def nsga_sweep(
         Ctrl-C; the rows written so far stay.
     """
     t0 = time.perf_counter()
+    if study.serves:
+        msg = ("is a serving-capacity study (its base spec has a [serve] table); --sample nsga2 samples mapping "
+               "studies only: sweep its points (docs/studies.md, \"Serving-capacity studies\").")
+        raise SpecError(Issue("study.base", msg), file=study.file)
     precheck(study)
     folder = output_folder(folder)
     with folder_lock(folder):

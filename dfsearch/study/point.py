@@ -17,11 +17,12 @@ from dfsearch.loader import spec_to_data
 from dfsearch.memo import by_identity
 from dfsearch.plan import run
 from dfsearch.spec import Graph, Spec
-from dfsearch.study.study import Point, Study
+from dfsearch.study.serve_point import serve_cells
+from dfsearch.study.study import Point, ServePoint, Study
 from dfsearch.workloads.serving import serving_metrics
 
 __all__ = ["Task", "CTRL_C", "run_point", "run_chunk", "chunks", "chunk_size", "task_of", "point_digest",
-           "roofline_cells"]
+           "is_feasible", "roofline_cells"]
 
 #: key of a point's metrics (not a column) set when Ctrl-C came while it was searched
 CTRL_C = "ctrl_c"
@@ -34,15 +35,19 @@ class Task:
     point: int
     spec: Spec
     seed: int
+    #: a serving-capacity point (the study's base spec has a [serve] table), else None
+    serve: ServePoint | None = None
 
 
-def point_digest(spec: Spec, seed: int) -> str:
-    """A short digest of a point's spec (every field, the graph too) and seed: the SHA-256
-    of ``[spec_to_data(spec), seed]`` as sorted JSON, with the graph's data computed once
-    per graph object (the points of a study share their generated graph)."""
+def point_digest(spec: Spec, seed: int, serve: ServePoint | None = None) -> str:
+    """A short digest of a point's spec (every field, the graph too), seed and, for a
+    serving-capacity point, its ``[serve]`` table: the SHA-256 of ``[spec_to_data(spec), seed]``
+    (+ the table) as sorted JSON, with the graph's data computed once per graph object (the
+    points of a study share their generated graph)."""
     data = spec_to_data(replace(spec, graph=_NO_GRAPH))
     data["graph"] = _graph_data(spec.graph)
-    text = json.dumps([data, seed], sort_keys=True, default=str)
+    parts = [data, seed] + ([serve.data["serve"]] if serve is not None else [])
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -67,7 +72,8 @@ def task_of(study: Study, point: Point) -> tuple[str, Task]:
     """
     spec = study.point_spec(point)
     seed = study.seed if study.seed is not None else spec.search.seed
-    return point_digest(spec, seed), Task(point.index, spec, seed)
+    serve = study.point_serve(point)
+    return point_digest(spec, seed, serve), Task(point.index, spec, seed, serve)
 
 
 #: what a worker returns per point of a chunk: (digest, metrics), or None when the point's
@@ -114,6 +120,8 @@ def run_chunk(study: Study, points: tuple[Point, ...]) -> list[ChunkResult]:
 
 def run_point(task: Task) -> dict[str, Any]:
     """Search one point and return its metric cells (the worker function)."""
+    if task.serve is not None:
+        return serve_cells(task.serve, task.seed)
     result = run(task.spec, seed=task.seed)
     row = _metrics(result)
     if result.search.stopped_by == "interrupted":
@@ -121,6 +129,12 @@ def run_point(task: Task) -> dict[str, Any]:
     if result.evaluation is not None:
         row |= roofline_cells(result.evaluation, task.spec.system.network[0].link_bw_GBps)
     return row
+
+
+def is_feasible(row: dict[str, Any]) -> bool:
+    """Whether a row has an answer: a mapping (``final_s``) or, for a serving-capacity
+    point, a deployment meeting the SLOs (``meets_slos``)."""
+    return row.get("final_s") is not None or row.get("meets_slos") is True
 
 
 def roofline_cells(ev: Any, link_bw_GBps: float) -> dict[str, float]:

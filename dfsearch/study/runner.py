@@ -36,6 +36,7 @@ from dfsearch.study.point import (  # Task, point_digest and run_point re-export
     Task,
     chunk_size,
     chunks,
+    is_feasible,
     point_digest,
     run_chunk,
     run_point,
@@ -174,7 +175,7 @@ def _check_digest(study: Study, row: dict[str, Any], path: Path, hint: str) -> N
     assert point is not None
     spec = study.point_spec(point)
     seed = study.seed if study.seed is not None else spec.search.seed
-    if point_digest(spec, seed) != row["digest"]:
+    if point_digest(spec, seed, study.point_serve(point)) != row["digest"]:
         msg = f"{path}: the row of point {row['point']} was computed for another spec or seed (the study, its base spec or an included file changed). {hint}"
         raise SpecError(Issue("", msg), file=study.file)
 
@@ -213,7 +214,7 @@ def _resume(study: Study, path: Path, header: list[str], fresh: bool) -> _Resume
             check(row)
             if not trusted or len(done) == 1:
                 _check_digest(study, row, path, hint)
-            feasible += row["final_s"] is not None
+            feasible += is_feasible(row)
     _write_stamp(stamp, fingerprint, study.file)
     return _Resumed(done, feasible)
 
@@ -251,7 +252,7 @@ def sweep(
     folder = output_folder(folder)
     with folder_lock(folder):
         path = table_path(folder)
-        header = columns(a.name for a in study.axes)
+        header = columns((a.name for a in study.axes), serve=study.serves)
         resumed = _resume(study, path, header, fresh)
         before = len(resumed.done)
         total = _total(study)
@@ -265,7 +266,7 @@ def sweep(
                     axes = {a.name: cell(v) for a, v in zip(study.axes, p.values)}
                     table.write({"point": p.index, **axes, **metrics, "digest": d})
                     written += 1
-                    feasible += metrics.get("final_s") is not None
+                    feasible += is_feasible(metrics)
                     if metrics.get(CTRL_C):
                         raise SweepInterrupted(before + written, total)
                     if progress is not None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dfsearch.capacity.serve_spec import split_serve
 from dfsearch.errors import Issue, SpecError
 from dfsearch.io.dfmodel import looks_like_dfmodel
 from dfsearch.loader import load_spec, parse_toml, read_text, spec_from_data, spec_to_data
@@ -48,7 +49,7 @@ from dfsearch.study import catalogue
 from dfsearch.study.filters import Condition, parse_filter
 from dfsearch.validate import seed_issue
 
-__all__ = ["Axis", "Override", "Point", "Study", "load_study", "study_from_data"]
+__all__ = ["Axis", "Override", "Point", "ServePoint", "Study", "load_study", "study_from_data"]
 
 _TOP = ("study", "axes", "set", "networks", "area", "override")
 #: the derived axis of a chip area split (needs the [area] table)
@@ -97,6 +98,16 @@ def cell(value: Any) -> Any:
     if isinstance(value, list | dict | tuple):
         return json.dumps(value, sort_keys=True)
     return value
+
+
+@dataclass(frozen=True)
+class ServePoint:
+    """A point of a serving-capacity study (a base spec with a ``[serve]`` table): the
+    point's TOML data, ``[serve]`` included, searched as ``dfsearch serve`` searches a file
+    (``path``: the base spec, whose folder holds the files it includes)."""
+
+    data: dict[str, Any]
+    path: str
 
 
 @dataclass(frozen=True)
@@ -226,9 +237,21 @@ class Study:
         data = self.point_data(point)
         where = f"{self.file} (point {point.labels(self.axes)})"
         try:
+            if self.serves:  # the [serve] table checked as dfsearch serve checks it
+                data, _ = split_serve(data, where)
             return spec_from_data(data, file=where, base_dir=self.base.parent)
         except SpecError as exc:
             raise exc.with_file(where) from None
+
+    @property
+    def serves(self) -> bool:
+        """Whether the base spec has a ``[serve]`` table: each point is then searched as
+        ``dfsearch serve`` searches a file (docs/studies.md, "Serving-capacity studies")."""
+        return isinstance(self.base_data.get("serve"), dict)
+
+    def point_serve(self, point: Point) -> ServePoint | None:
+        """A serving-capacity point's data (None when the study does not serve)."""
+        return ServePoint(self.point_data(point), str(self.base)) if self.serves else None
 
     def _kept(self, point: Point) -> bool:
         if not self.filters:
@@ -518,10 +541,13 @@ def _read_base(path: Path, file: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The base spec as TOML data (a DFModel input: its converted data) and as complete data
     (every field, for filters on fields the file leaves at their default)."""
     try:
-        spec = load_spec(path)
         text = read_text(path)
+        data = None if looks_like_dfmodel(text) else parse_toml(text, str(path))
+        if data is not None and "serve" in data:  # a serve spec: its [serve] table stays in the data
+            spec = spec_from_data(split_serve(data, str(path))[0], file=str(path), base_dir=path.parent)
+        else:
+            spec = load_spec(path)
     except SpecError as exc:
         raise SpecError([Issue("study.base", f"{i.render(exc.file)}") for i in exc.issues], file=file) from None
     full = spec_to_data(spec)
-    data = full if looks_like_dfmodel(text) else parse_toml(text, str(path))
-    return data, full
+    return (full if data is None else data), full

@@ -21,7 +21,7 @@ from dfsearch.codes import RunStatus
 from dfsearch.errors import Issue, SpecError
 from dfsearch.result import HEADLINE
 
-__all__ = ["METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", "TableReader", "read_table", "table_path"]
+__all__ = ["METRICS", "SERVE_METRICS", "FLOAT_COLUMNS", "INT_COLUMNS", "columns", "TableWriter", "TableReader", "read_table", "table_path"]
 
 #: metric columns, in order (units in docs/studies.md)
 METRICS = (
@@ -31,6 +31,16 @@ METRICS = (
     "network_bytes_per_chip", "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s",
     "gap", "evaluations", "seconds", "seed", "digest", "message",
     *HEADLINE,
+)  # fmt: skip
+#: the columns of a serving-capacity study (its base spec has a ``[serve]`` table), after
+#: :data:`METRICS`: the deployment's figures under the names of ``dfsearch serve --json``
+#: (its ``tp`` and ``pp`` in the columns of METRICS), then the SLO nearest its limit and the
+#: search's work (docs/studies.md, "Serving-capacity studies")
+SERVE_METRICS = (
+    "mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
+    "chip", "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+    "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "preemptions",
+    "ttft_excess", "tpot_excess", "meets_slos", "note", "binding", "simulations", "step_searches",
 )  # fmt: skip
 #: the plan's headline figures (``dfsearch.result.HEADLINE``, last so that the columns before
 #: them keep their places); a table written before them reads without them
@@ -42,19 +52,25 @@ FLOAT_COLUMNS = frozenset({
     "peak_gflops", "dram_bw_GBps", "link_bw_GBps", "lower_bound_s", "gap", "seconds",
     "tokens_per_s", "ttft_s", "tpot_s", "e2e_latency_s", "speculative_tokens_per_s",
     "speculative_time_per_token_s", "speculative_speedup", "slowest_stage_s",
+    "dollars_per_hour", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s", "goodput_per_s",
+    "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "ttft_excess", "tpot_excess",
 })  # fmt: skip
-INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed", "batch", "stages"})
+INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed", "batch", "stages",
+                         "chips", "prefill_tp", "prefill_pp", "prefill_replicas", "replicas", "batch_cap",
+                         "chunk_tokens", "preemptions", "simulations", "step_searches"})
 
 CSV_NAME = "results.csv"
-_METRIC_SET = frozenset(METRICS) | {"point"}
+_METRIC_SET = frozenset(METRICS) | frozenset(SERVE_METRICS) | {"point"}
 
 
 def table_path(folder: str | Path) -> Path:
     return Path(folder) / CSV_NAME
 
 
-def columns(axis_names: Iterable[str]) -> list[str]:
-    return ["point", *axis_names, *METRICS]
+def columns(axis_names: Iterable[str], serve: bool = False) -> list[str]:
+    """The header of a study's table (``serve``: a serving-capacity study's, with
+    :data:`SERVE_METRICS` last)."""
+    return ["point", *axis_names, *METRICS, *(SERVE_METRICS if serve else ())]
 
 
 def cell_text(value: Any) -> str:
@@ -331,6 +347,12 @@ def _plan_cell(text: str) -> str | None:
     return text or None
 
 
+def _bool_cell(text: str) -> bool | None:
+    if text not in ("", "true", "false"):
+        raise ValueError("must be true, false or empty")
+    return None if text == "" else text == "true"
+
+
 def _text_cell(text: str) -> str | None:
     return text if text != "" else None
 
@@ -361,6 +383,8 @@ def _converter(column: str) -> Callable[[str], Any]:
         return lambda text: _float_cell(text, positive=True)
     if column == "plan":
         return _plan_cell
+    if column == "meets_slos":
+        return _bool_cell
     if column in INT_COLUMNS:
         return _int_cell
     if column in FLOAT_COLUMNS:
