@@ -23,7 +23,7 @@ from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
 from dfsearch.cost.lower import Outer, gemm_work_flop, lower
 from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_spec, load_toml_spec
-from dfsearch.presets.expand import GEMM_CEILING
+from dfsearch.presets.expand import GEMM_CEILING_SERVING
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Execution
 from dfsearch.system.fabric import Fabric
@@ -179,7 +179,7 @@ parallelism = "tp"
 def test_a_chip_preset_selects_the_realistic_model_unless_the_spec_says_dfmodel():
     spec = load_toml_spec(PRESET.format(extra=""), file="p.toml", base_dir=ROOT)
     assert spec.execution.model is ExecutionModel.REALISTIC
-    assert spec.execution.compute_util == GEMM_CEILING
+    assert spec.execution.compute_util == GEMM_CEILING_SERVING  # a serving spec with 2-byte words
     own = load_toml_spec(PRESET.format(extra='[execution]\nmodel = "dfmodel"'), file="p.toml",
                          base_dir=ROOT)
     assert own.execution.model is ExecutionModel.DFMODEL
