@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import dfsearch
 from dfsearch.cli import app
 from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
-from dfsearch.cost.lower import Outer, gemm_work_flop, lower
+from dfsearch.cost.lower import Outer, gemm_work_flop, k_steps_per_core, lower
 from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_spec, load_toml_spec
 from dfsearch.presets.expand import GEMM_CEILING_SERVING
@@ -113,6 +113,19 @@ def test_split_k_fills_idle_cores_and_skinny_operands_get_narrow_tiles():
     wave: 2 x 1 x 16 x 128 x 16 x 256 = 16,777,216 FLOP."""
     ex = Execution()
     assert gemm_work_flop(128, 4096, 8, ex, 16) == 16_777_216.0
+
+
+def test_an_under_filled_grid_shares_its_k_steps_evenly_over_the_cores_stream_k():
+    """A 8,192 x 8,192 x 128 GEMM (a 128-token pass's 8,192-wide projection) on 108 cores:
+    64 x 1 tiles of 128 x 128, 128 K steps of 64. Whole waves would give one core a full
+    tile, 128 steps, for 64 busy cores; stream-K gives each core ceil(64 x 128 / 108) = 76
+    steps: 2 x 108 x 128 x 128 x 64 x 76 = 17,213,423,616 FLOP, 1.002 x the GEMM's FLOP. A
+    grid of 108 tiles or more keeps its waves: 256 x 1 tiles are 3 waves of 128 steps."""
+    ex = Execution()
+    assert k_steps_per_core(64, 128, 108) == 76
+    assert gemm_work_flop(8192, 8192, 128, ex, 108) == 2.0 * 108 * 128 * 128 * 64 * 76
+    assert k_steps_per_core(256, 128, 108) == 3 * 128
+    assert gemm_work_flop(32768, 8192, 128, ex, 108) == 2.0 * 108 * 128 * 128 * 64 * 3 * 128
 
 
 def test_an_all_reduce_on_eight_gpus_is_alpha_beta():
