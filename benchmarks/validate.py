@@ -12,7 +12,7 @@ Error = predicted / measured - 1 for a rate (TFLOP/s, tokens/s: negative = dfsea
 a slower run), and predicted / measured - 1 for a time (TTFT, ITL, seconds per iteration:
 negative = faster). The summary gives mean |error| and max |error| per kind, for the
 realistic model, separately for the anchors the constants were fitted on (``FIT_IDS``,
-``FP8_FIT_IDS``) and the other runs.
+``FP8_FIT_IDS``, ``SERVING_FIT_IDS``) and the other runs.
 
 How each kind becomes a spec
 ----------------------------
@@ -35,9 +35,11 @@ How each kind becomes a spec
   batch x output tokens / (prefill of the batch + output x step), per GPU.
 
 FP8 runs use ``word_bytes = 1`` (the chip's FP8 peak and the preset's FP8 ceiling,
-``GEMM_CEILING_FP8``, fitted on ``FP8_FIT_IDS``), FP16/BF16 runs ``word_bytes = 2``. Serving
-specs take the preset's ``overlap = "compute_memory"`` (launches and TP collectives after
-each kernel). A
+``GEMM_CEILING_FP8``, fitted on ``FP8_FIT_IDS``), FP16/BF16 runs ``word_bytes = 2`` (serving
+runs: the preset's serving ceiling, ``GEMM_CEILING_SERVING``, fitted on ``SERVING_FIT_IDS``).
+Serving specs take the preset's ``overlap = "compute_memory"`` (launches and TP collectives
+after each kernel), except the engines of ``NO_OVERLAP_ENGINES`` (TensorRT-LLM v0.5:
+``overlap = "none"``, a kernel's HBM traffic and math added; chosen on its FP8 anchor). A
 mapping that does not fit in the GPU's HBM is evaluated again with unlimited DRAM (flagged
 ``*``): the comparison is of time.
 """
@@ -95,6 +97,15 @@ FP8_FIT_IDS = ("trtllm-v05-h100-llama2-7b-ttft-isl2048",
 #: group: TensorRT-LLM before 0.7.1, whose release notes list "MMHA optimization for MQA and
 #: GQA" and "FP8 KV cache support for XQA kernel" (docs/source/release-notes.md)
 NO_GQA_DECODE_KERNEL = ("TensorRT-LLM v0.5", "TensorRT-LLM v0.6")
+#: the anchor the serving GEMM ceiling for 2-byte words (``presets.expand.GEMM_CEILING_SERVING``)
+#: was chosen on: the one compute-bound FP16 prefill (TensorRT-LLM v0.5 on one A100)
+SERVING_FIT_IDS = ("trtllm-v05-a100-llama2-7b-ttft-isl2048",)
+#: engines whose passes are modelled with a kernel's HBM traffic and its math adding up
+#: (``overlap = "none"``) instead of overlapping (the serving default ``"compute_memory"``):
+#: TensorRT-LLM v0.5, chosen on its fit anchor (docs/validation.md, "What was fitted")
+NO_OVERLAP_ENGINES = ("TensorRT-LLM v0.5",)
+#: every fit anchor (marked "f" / "(fit)", apart in the summary)
+ALL_FIT_IDS = FIT_IDS + FP8_FIT_IDS + SERVING_FIT_IDS
 SKIPPED = {
     "llama3-405b-*": "no global batch or micro-batch in the source; context parallelism",
     "nemo2407-*": "FP8 Transformer Engine (mixed FP8/BF16 kernels) and recomputation not "
@@ -159,8 +170,11 @@ def _dim(fabric: str, size: int, par: str) -> str:
             f'parallelism = "{par}"\n')
 
 
-def _system(run: dict, chips: int, dims: str, model: str, ceiling: float | None) -> str:
+def _system(run: dict, chips: int, dims: str, model: str, ceiling: float | None,
+            overlap: str = "") -> str:
     util = f"compute_util = {ceiling}\n" if ceiling is not None and model == "realistic" else ""
+    if overlap and model == "realistic":
+        util += f'overlap = "{overlap}"\n'
     return (f'[system]\npreset = "{_chip(run)}"\nnum_chip = {chips}\n{dims}'
             f'[execution]\nmodel = "{model}"\nword_bytes = {_word(run)}\n{util}'
             f"{'' if model == 'realistic' else 'compute_util = 0.0' + chr(10)}"
@@ -214,6 +228,7 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
     gated = m["ffn_hidden"] != 4 * hidden
     out = c["output_len"] if phase == "decode" else 1
     per_head = phase == "decode" and str(c["framework"]).startswith(NO_GQA_DECODE_KERNEL)
+    serial = "none" if str(c["framework"]).startswith(NO_OVERLAP_ENGINES) else ""
     return (f'[workload]\nkind = "llm_serving"\nphase = "{phase}"\nhidden_dim = {hidden}\n'
             f'num_head = {heads}\nhead_dim = {hidden // heads}\nnum_kv_head = {m["kv_heads"]}\n'
             f'ffn_dim = {m["ffn_hidden"]}\ngated_ffn = {int(gated)}\nnum_layer = {m["layers"]}\n'
@@ -221,7 +236,7 @@ def serving_toml(run: dict, model: str, phase: str, batch: int = 1,
             f'max_batch_size = {max(batch, 256)}\n'
             f'[graph]\ngenerator = "llm-serving"\n{FUSED}'
             + ("kv_per_query_head = true\n" if per_head else "")
-            + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling))
+            + _system(run, tp, _dim("nvlink", tp, "tp"), model, ceiling, serial))
 
 
 # --------------------------------------------------------------------------- runs
@@ -288,7 +303,7 @@ def evaluate(runs: dict[str, dict], ids: tuple[str, ...], ceiling: float | None 
 def summary(rows: list[Row]) -> dict[str, dict[str, float]]:
     """Mean and max |error| per kind (realistic, DFModel), all runs and the non-fit ones."""
     out: dict[str, dict[str, float]] = {}
-    fit = FIT_IDS + FP8_FIT_IDS
+    fit = ALL_FIT_IDS
     for kind in ("training", "prefill", "decode"):
         held = [r for r in rows if r.id not in fit]
         splits = (("all", rows), ("held out", held)) if len(held) < len(rows) else (("all", rows),)
@@ -310,7 +325,7 @@ def format_table(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
             f"{'error':>7s} {'dfmodel':>9s} {'error':>7s}  source")
     lines = [head, "-" * len(head)]
     for r in rows:
-        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in FIT_IDS + FP8_FIT_IDS else "")
+        mark = ("*" if not r.fits_dram else "") + ("f" if r.id in ALL_FIT_IDS else "")
         lines.append(f"{r.id + mark:52s} {r.kind:8s} {r.unit:11s} {r.measured:9.4g} "
                      f"{r.predicted:9.4g} {r.error:+7.1%} {r.dfmodel:9.4g} "
                      f"{r.dfmodel_error:+7.1%}  {r.source}")
@@ -329,8 +344,7 @@ def format_markdown(rows: list[Row], summ: dict[str, dict[str, float]]) -> str:
     lines = ["| run | kind | unit | measured | realistic | error | DFModel eqs. | error |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in FIT_IDS + FP8_FIT_IDS
-                                                    else "")
+        mark = (" *" if not r.fits_dram else "") + (" (fit)" if r.id in ALL_FIT_IDS else "")
         lines.append(f"| {r.id}{mark} | {r.kind} | {r.unit} | {r.measured:.4g} | "
                      f"{r.predicted:.4g} | {r.error:+.1%} | {r.dfmodel:.4g} | "
                      f"{r.dfmodel_error:+.1%} |")
@@ -372,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"GEMM ceiling fitted on {', '.join(FIT_IDS)}: {fit_ceiling(runs)}")
         print(f"FP8 GEMM ceiling fitted on {', '.join(FP8_FIT_IDS)}: "
               f"{fit_ceiling(runs, FP8_FIT_IDS)}")
+        print(f"Serving GEMM ceiling (2-byte words) fitted on {', '.join(SERVING_FIT_IDS)}: "
+              f"{fit_ceiling(runs, SERVING_FIT_IDS)}")
         return 0
     ids = TRAINING + PREFILL + DECODE
     if args.only:
@@ -383,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "rows": [{**r.__dict__, "error": r.error, "dfmodel_error": r.dfmodel_error}
-                     for r in rows], "summary": summ, "fit_ids": FIT_IDS + FP8_FIT_IDS},
+                     for r in rows], "summary": summ, "fit_ids": ALL_FIT_IDS},
             indent=1))
     return 0
 

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 import dfsearch
 from dfsearch.cli import app
 from dfsearch.codes import Collective, Dim, ExecutionModel, Parallelism
-from dfsearch.cost.lower import Outer, gemm_work_flop, lower
+from dfsearch.cost.lower import Outer, gemm_work_flop, k_steps_per_core, lower
 from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_spec, load_toml_spec
-from dfsearch.presets.expand import GEMM_CEILING
+from dfsearch.presets.expand import GEMM_CEILING_SERVING
 from dfsearch.sanity import spec_warnings
 from dfsearch.spec import Execution
 from dfsearch.system.fabric import Fabric
@@ -115,6 +115,19 @@ def test_split_k_fills_idle_cores_and_skinny_operands_get_narrow_tiles():
     assert gemm_work_flop(128, 4096, 8, ex, 16) == 16_777_216.0
 
 
+def test_an_under_filled_grid_shares_its_k_steps_evenly_over_the_cores_stream_k():
+    """A 8,192 x 8,192 x 128 GEMM (a 128-token pass's 8,192-wide projection) on 108 cores:
+    64 x 1 tiles of 128 x 128, 128 K steps of 64. Whole waves would give one core a full
+    tile, 128 steps, for 64 busy cores; stream-K gives each core ceil(64 x 128 / 108) = 76
+    steps: 2 x 108 x 128 x 128 x 64 x 76 = 17,213,423,616 FLOP, 1.002 x the GEMM's FLOP. A
+    grid of 108 tiles or more keeps its waves: 256 x 1 tiles are 3 waves of 128 steps."""
+    ex = Execution()
+    assert k_steps_per_core(64, 128, 108) == 76
+    assert gemm_work_flop(8192, 8192, 128, ex, 108) == 2.0 * 108 * 128 * 128 * 64 * 76
+    assert k_steps_per_core(256, 128, 108) == 3 * 128
+    assert gemm_work_flop(32768, 8192, 128, ex, 108) == 2.0 * 108 * 128 * 128 * 64 * 3 * 128
+
+
 def test_an_all_reduce_on_eight_gpus_is_alpha_beta():
     """8 chips on a switch at 300 GB/s, bus efficiency 0.8, 1 us per ring step: 2 (8 - 1) =
     14 steps = 14,000 ns, plus 8e6 bytes x 2 x 7/8 / (0.8 x 300 GB/s) = 58,333.33 ns."""
@@ -182,7 +195,7 @@ parallelism = "tp"
 def test_a_chip_preset_selects_the_realistic_model_unless_the_spec_says_dfmodel():
     spec = load_toml_spec(PRESET.format(extra=""), file="p.toml", base_dir=ROOT)
     assert spec.execution.model is ExecutionModel.REALISTIC
-    assert spec.execution.compute_util == GEMM_CEILING
+    assert spec.execution.compute_util == GEMM_CEILING_SERVING  # a serving spec with 2-byte words
     own = load_toml_spec(PRESET.format(extra='[execution]\nmodel = "dfmodel"'), file="p.toml",
                          base_dir=ROOT)
     assert own.execution.model is ExecutionModel.DFMODEL

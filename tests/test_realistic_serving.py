@@ -21,7 +21,7 @@ from dfsearch.codes import Dim, Overlap
 from dfsearch.cost.lower import Outer, lower
 from dfsearch.kernels.generators import llm_serving
 from dfsearch.loader import load_toml_spec
-from dfsearch.presets.expand import GEMM_CEILING, GEMM_CEILING_FP8
+from dfsearch.presets.expand import GEMM_CEILING, GEMM_CEILING_FP8, GEMM_CEILING_SERVING
 from tests.test_realistic import ONE_GEMM
 
 ROOT = Path(__file__).parent.parent
@@ -100,9 +100,10 @@ parallelism = "tp"
 
 
 @pytest.mark.parametrize(("extra", "util", "overlap"), [
-    ("", GEMM_CEILING, Overlap.COMPUTE_MEMORY),
+    ("", GEMM_CEILING_SERVING, Overlap.COMPUTE_MEMORY),
+    ("word_bytes = 2", GEMM_CEILING_SERVING, Overlap.COMPUTE_MEMORY),
     ("word_bytes = 1", GEMM_CEILING_FP8, Overlap.COMPUTE_MEMORY),
-    ('overlap = "perfect"', GEMM_CEILING, Overlap.PERFECT),  # the spec's own value wins
+    ('overlap = "perfect"', GEMM_CEILING_SERVING, Overlap.PERFECT),  # the spec's value wins
     ("word_bytes = 1\ncompute_util = 0.3", 0.3, Overlap.COMPUTE_MEMORY),
 ])
 def test_a_preset_serving_spec_gets_the_serial_overlap_and_its_precision_s_ceiling(
@@ -110,6 +111,30 @@ def test_a_preset_serving_spec_gets_the_serial_overlap_and_its_precision_s_ceili
     spec = load_toml_spec(SERVING.format(extra=extra), file="s.toml", base_dir=ROOT)
     assert spec.execution.compute_util == util
     assert spec.execution.overlap is overlap
+
+
+def test_the_serving_ceiling_is_an_inference_ceiling_above_the_training_fit():
+    """An inference engine's 2-byte GEMMs run without the optimizer, recomputation and
+    pipeline time the training fit absorbs: the serving ceiling lies above the training one
+    and below the peak; a GEMM runs at it: the one GEMM of tests/test_realistic.py, 2 waves x 4
+    cores x 2 x 128 x 128 x 128 FLOP at u x 2,048 GFLOP/s (16 x 16 x 4 cores x 2 x 1 GHz)."""
+    assert GEMM_CEILING < GEMM_CEILING_SERVING < 1.0
+    text = ONE_GEMM.format(extra='model = "realistic"\noverlap = "compute_memory"').replace(
+        "compute_util = 0.5", f"compute_util = {GEMM_CEILING_SERVING}")
+    p = lower(load_toml_spec(text, file="g.toml", base_dir=ROOT), _outer(1, Dim.M))
+    work = 2 * 4 * 2 * 128 * 128 * 128
+    assert p.kernels.compute_ns[0] == pytest.approx(work / (GEMM_CEILING_SERVING * 2048.0),
+                                                     rel=1e-12)
+
+
+def test_the_validation_models_only_tensorrt_llm_v0_5_passes_without_overlap():
+    """The v0.5 prefills add a kernel's HBM traffic to its math (``overlap = "none"``); the
+    v0.6.1 decodes and NIM keep the serving default; DFModel's equations never get it."""
+    runs = {r["id"]: r for r in json.loads(V.DATA.read_text())}
+    for rid in V.PREFILL + V.DECODE:
+        text = V.serving_toml(runs[rid], "realistic", "prefill")
+        assert ('overlap = "none"' in text) == rid.startswith("trtllm-v05"), rid
+        assert 'overlap = "none"' not in V.serving_toml(runs[rid], "dfmodel", "prefill")
 
 
 def test_a_preset_training_spec_keeps_the_perfect_overlap():

@@ -56,6 +56,7 @@ __all__ = [
     "fwd_bwd_bounds",
     "gemm_tile",
     "gemm_work_flop",
+    "k_steps_per_core",
     "realistic_compute_ns",
     "with_num_config",
 ]
@@ -341,15 +342,24 @@ def gemm_tile(tile: int, size: int) -> int:
 
 def gemm_work_flop(sm: int, sk: int, sn: int, ex: Execution, cores: int) -> float:
     """FLOP the cores spend on an ``sm`` x ``sk`` x ``sn`` GEMM: the output cut into tiles
-    (tile quantisation), K padded to its step, the K steps split over the idle cores when
-    the tiles fill less than one wave (split-K), and the work run in whole waves of one tile
-    per core (wave quantisation; docs/model.md, "The realistic execution model")."""
+    (tile quantisation), K padded to its step, and the work run in whole waves of one tile
+    per core (wave quantisation); when the tiles fill less than one wave, the tile x K-step
+    iterations are shared evenly over the cores instead (stream-K, ``k_steps_per_core``;
+    docs/model.md, "The realistic execution model")."""
     tm, tn, tk = gemm_tile(ex.gemm_tile_m, sm), gemm_tile(ex.gemm_tile_n, sn), ex.gemm_tile_k
     tiles = _ceil_div(sm, tm) * _ceil_div(sn, tn)
-    k_steps = _ceil_div(sk, tk)
-    splits = max(1, min(cores // tiles, k_steps))
-    waves = _ceil_div(tiles * splits, cores)
-    return 2.0 * waves * cores * tm * tn * (_ceil_div(k_steps, splits) * tk)
+    return 2.0 * cores * tm * tn * tk * k_steps_per_core(tiles, _ceil_div(sk, tk), cores)
+
+
+def k_steps_per_core(tiles: int, k_steps: int, cores: int) -> int:
+    """K steps (one ``tm`` x ``tn`` x ``tk`` block each) the busiest core runs for a GEMM of
+    ``tiles`` output tiles of ``k_steps`` steps: whole waves of one tile per core,
+    ceil(tiles / cores) x k_steps, when the tiles fill a wave; else the tiles x k_steps
+    iterations shared evenly, ceil(tiles x k_steps / cores), as a stream-K GEMM splits an
+    under-filled grid (the partial tiles' fix-up is not priced)."""
+    if tiles >= cores:
+        return _ceil_div(tiles, cores) * k_steps
+    return _ceil_div(tiles * k_steps, cores)
 
 
 def realistic_compute_ns(

@@ -26,7 +26,7 @@ from dfsearch.presets.fabrics import FABRICS, FAMILIES, ROLES, FabricPreset, fab
 from dfsearch.presets.models import MODELS, ModelPreset, model_named
 from dfsearch.presets.represent import systolic_shape
 
-__all__ = ["expand_presets", "GEMM_CEILING"]
+__all__ = ["expand_presets", "GEMM_CEILING", "GEMM_CEILING_FP8", "GEMM_CEILING_SERVING"]
 
 _LLM_GENERATORS = ("llm", "llm-fwd")
 
@@ -110,6 +110,11 @@ GEMM_CEILING = 0.625
 #: the same for 1-byte (FP8) words, as a fraction of the FP8 peak: fitted on two FP8
 #: prefill anchors (benchmarks/validate.py ``FP8_FIT_IDS``; docs/validation.md says how)
 GEMM_CEILING_FP8 = 0.525
+#: the same for 2-byte words in a serving step (``kind = "llm_serving"``): an inference
+#: engine's GEMMs, without the training step's optimizer, recomputation and pipeline time that
+#: ``GEMM_CEILING`` absorbs; fitted on one FP16 prefill anchor (benchmarks/validate.py
+#: ``SERVING_FIT_IDS``; docs/validation.md says how)
+GEMM_CEILING_SERVING = 0.825
 #: workload kinds whose steps a GPU runs with nothing to overlap with a kernel's launch and
 #: tensor-parallel collectives: the realistic model defaults them to ``overlap =
 #: "compute_memory"`` (docs/model.md, "The realistic execution model")
@@ -119,17 +124,20 @@ SERIAL_KINDS = ("llm_serving",)
 def _default_realistic(data: dict[str, Any]) -> None:
     """A spec that names a chip preset runs the realistic execution model unless it says
     ``execution.model = "dfmodel"``; then ``compute_util`` defaults to ``GEMM_CEILING``
-    (``GEMM_CEILING_FP8`` with 1-byte words) and a serving step's ``overlap`` to
-    ``compute_memory`` (launches and collectives run after each kernel, ``SERIAL_KINDS``)."""
+    (``GEMM_CEILING_FP8`` with 1-byte words, ``GEMM_CEILING_SERVING`` for a serving step's
+    wider words) and a serving step's ``overlap`` to ``compute_memory`` (launches and
+    collectives run after each kernel, ``SERIAL_KINDS``)."""
     execution = data.setdefault("execution", {})
     if not isinstance(execution, dict):
         return  # the loader reports it
     execution.setdefault("model", "realistic")
     if execution["model"] == "realistic":
         fp8 = execution.get("word_bytes") == 1
-        execution.setdefault("compute_util", GEMM_CEILING_FP8 if fp8 else GEMM_CEILING)
         workload = data.get("workload")
-        if isinstance(workload, dict) and workload.get("kind") in SERIAL_KINDS:
+        serving = isinstance(workload, dict) and workload.get("kind") in SERIAL_KINDS
+        wide = GEMM_CEILING_SERVING if serving else GEMM_CEILING
+        execution.setdefault("compute_util", GEMM_CEILING_FP8 if fp8 else wide)
+        if serving:
             execution.setdefault("overlap", "compute_memory")
 
 
