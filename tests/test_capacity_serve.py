@@ -13,6 +13,7 @@ import pytest
 from dfsearch.capacity.deployments import (
     Candidate,
     Slos,
+    deployment_watts,
     outcome,
     pruned,
     run_colocated,
@@ -34,7 +35,7 @@ from dfsearch.capacity.mapped_steps import (
 )
 from dfsearch.capacity.sampled import sample
 from dfsearch.capacity.search import limits, search, space_size
-from dfsearch.capacity.serve_spec import serve_table
+from dfsearch.capacity.serve_spec import WARMUP_FRACTION, serve_table
 from dfsearch.capacity.steps import AffineSteps
 from dfsearch.capacity.traffic import Requests, requests
 from dfsearch.codes import ServeMode, ServingPhase
@@ -173,7 +174,7 @@ def test_disaggregated_request_alone_ttft_is_its_prefill_and_tpot_its_decode_plu
     assert (first - reqs.arrival_s).tolist() == pytest.approx([0.002 + 1e-5 * p for p in (100, 300, 50)])
     moved = transfer_s(pm, dm, reqs.prompt_tokens, 10.0, 1e-4)  # 1 chip (the smaller) x 10 GB/s
     assert moved.tolist() == pytest.approx([1000 * p / 10e9 + 1e-4 for p in (100, 300, 50)])
-    finish, _ = run_decode_pool(reqs, first, moved, dm, 1, 1, 16)
+    finish, _, _ = run_decode_pool(reqs, first, moved, dm, 1, 1, 16)
     # joins at once (an idle replica: a free iteration), then output - 1 decode steps of 2.01 ms
     expect = [first[i] + moved[i] + (o - 1) * 0.00201 for i, o in enumerate((5, 2))] + [first[2]]
     assert finish.tolist() == pytest.approx(expect)
@@ -188,6 +189,61 @@ def test_disaggregated_prefill_pool_of_one_prompt_per_iteration_is_m_d_1():
     first, _ = run_prefill_pool(reqs, _model(Shape(1, 1), AffineSteps(0.002, 1e-5)), 1, 256, 16)
     mean_ttft = float(np.mean(first - reqs.arrival_s))
     assert mean_ttft == pytest.approx(rho * d / (2 * (1 - rho)) + d, rel=0.03)  # Pollaczek-Khinchine + D
+
+
+def test_kv_utilisation_of_one_request_at_a_time_is_its_blocks_times_its_time_over_the_run():
+    # batch cap 1, constant 0.1 s iterations, prompt 8 + output 3 - 1 = 10 tokens: one block of 16
+    # from admission to finish; an arrival every second, each served alone in 3 iterations
+    # (prefill, then 2 decodes), so each holds 1 of the 4 blocks for 0.3 s; the run is from the
+    # first arrival to the last finish, (n - 1) s + 0.3 s
+    n = 10
+    steps = AffineSteps(base_s=0.1, per_token_s=0.0, kv_bytes_per_token=1.0)
+    reqs = Requests(np.arange(n, dtype=float), np.full(n, 8), np.full(n, 3))
+    c = Candidate(ServeMode.COLOCATED, Shape(1, 1), 1, 1, 16)
+    first, finish, pre, kv = run_colocated(reqs, _model(Shape(1, 1), steps, kv=4 * 16), c, 16)
+    assert (finish - reqs.arrival_s).tolist() == pytest.approx(n * [0.3])
+    assert kv == pytest.approx(n * 0.3 * 1 / (4 * (n - 1 + 0.3)))
+    slos = Slos(1.0, 1.0, 1.0)
+    assert outcome(c, reqs, first, finish, pre, slos, kv).kv_utilisation == kv
+    assert math.isnan(outcome(c, reqs, first, finish, pre, slos).joules_per_token)  # no power figure
+
+
+def test_kv_utilisation_of_a_split_deployment_is_its_decode_pools():
+    # the decode pool of the test above: each request joins at its first token + transfer and
+    # holds its one block (prompt 8 + 2 tokens) for its 2 decode iterations of 0.1 s
+    n = 10
+    steps = AffineSteps(base_s=0.1, per_token_s=0.0, kv_bytes_per_token=1.0)
+    m = _model(Shape(1, 1), steps, kv=4 * 16)
+    reqs = Requests(np.arange(n, dtype=float), np.full(n, 8), np.full(n, 3))
+    first, _ = run_prefill_pool(reqs, m, 1, 16, 16)
+    finish, _, kv = run_decode_pool(reqs, first, np.zeros(n), m, 1, 1, 16)
+    run = float(finish.max() - first.min())
+    assert (finish - first).tolist() == pytest.approx(n * [0.2])
+    assert kv == pytest.approx(n * 0.2 / (4 * run))
+    one = Requests(reqs.arrival_s, reqs.prompt_tokens, np.ones(n, dtype=np.int64))
+    assert math.isnan(run_decode_pool(one, first, np.zeros(n), m, 1, 1, 16)[2])  # nobody reaches it
+
+
+def test_energy_per_token_is_chips_times_watts_times_the_window_over_the_output_tokens():
+    _, reqs, _ = _tiny(["colocated"], **LOADS[0])
+    steps = AffineSteps(0.004, 2e-4 / 2, 1e-8 / 2, kv_bytes_per_token=1000.0)
+    m = replace(_model(Shape(2, 1), steps, kv=2 * 4e6), watts_per_chip=700.0)
+    c = Candidate(ServeMode.COLOCATED, Shape(2, 1), 3, 8, 256)
+    first, finish, pre, kv = run_colocated(reqs, m, c, 16)
+    o = outcome(c, reqs, first, finish, pre, Slos(1.0, 1.0, 1.0), kv, deployment_watts(c, {c.shape: m}))
+    w = int(WARMUP_FRACTION * len(reqs))  # the measured requests: all but the first tenth
+    window = float(finish[w:].max() - reqs.arrival_s[w])
+    assert o.joules_per_token == pytest.approx(3 * 2 * 700.0 * window / float(reqs.output_tokens[w:].sum()))
+
+
+def test_a_split_deployment_draws_each_pools_chips_at_their_chips_watts():
+    fast = Shape(2, 1, "fast")
+    slow = Shape(1, 1, "slow")
+    steps = AffineSteps(0.1, 0.0)
+    models = {fast: replace(_model(fast, steps), watts_per_chip=1000.0),
+              slow: replace(_model(slow, steps), watts_per_chip=400.0)}
+    c = Candidate(ServeMode.DISAGGREGATED, slow, 3, 8, 256, fast, 2)
+    assert deployment_watts(c, models) == 3 * 1 * 400.0 + 2 * 2 * 1000.0
 
 
 # ---- the search against brute force -----------------------------------------------------------
@@ -242,7 +298,8 @@ def _brute(serve, reqs, model_of) -> list:
         if ServeMode.COLOCATED in serve.modes:
             for r in range(1, serve.max_chips // shape.chips + 1):
                 c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
-                out.append(outcome(c, reqs, *run_colocated(reqs, m, c, 16), slos))
+                first, fin, pre, kv = run_colocated(reqs, m, c, 16)
+                out.append(outcome(c, reqs, first, fin, pre, slos, kv))
         if ServeMode.DISAGGREGATED not in serve.modes:
             continue
         for p in range(1, serve.max_chips // shape.chips + 1):
@@ -252,8 +309,8 @@ def _brute(serve, reqs, model_of) -> list:
                 for d in range(1, (serve.max_chips - p * shape.chips) // dshape.chips + 1):
                     c = Candidate(ServeMode.DISAGGREGATED, dshape, d, cap, chunk, shape, p)
                     moved = transfer_s(m, dm, reqs.prompt_tokens, serve.scale_out_bw_GBps, 0.0)
-                    fin, pre_d = run_decode_pool(reqs, first, moved, dm, d, cap, 16)
-                    out.append(outcome(c, reqs, first, fin, pre + pre_d, slos))
+                    fin, pre_d, kv = run_decode_pool(reqs, first, moved, dm, d, cap, 16)
+                    out.append(outcome(c, reqs, first, fin, pre + pre_d, slos, kv))
     return out
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from dfsearch.capacity.command import COLUMNS, chip_dram_bytes
+from dfsearch.capacity.command import COLUMNS, chip_dram_bytes, chip_figures
 from dfsearch.capacity.serve_spec import read_serve_spec
 from dfsearch.cli import app
 
@@ -59,6 +60,37 @@ def test_serve_answers_explains_and_writes_every_metric(tmp_path):
     assert any(int(x["chips"]) < best["chips"] and x["note"] == "" for x in rows)
     assert answer["runner_up"]["chips"] < best["chips"] and not answer["runner_up"]["meets_slos"]
     assert answer["step_searches"] >= 1
+    # every chip at the spec's 700 W (its [cost] chip_power_W) over the window, per output token,
+    # and output tokens per second = output tokens / the window
+    assert best["joules_per_token"] == pytest.approx(best["chips"] * 700.0 / best["output_tokens_per_s"])
+    assert 0 < best["kv_utilisation"] <= 1
+    assert f"KV utilisation {best['kv_utilisation']:.1%}" in r.output
+    assert f"energy {best['joules_per_token']:.4g} J per output token" in r.output
+
+
+def test_watts_per_chip_are_a_preset_chips_tdp_else_the_specs_and_nan_without_a_figure(tmp_path):
+    spec = small_spec(tmp_path, **{"dollars_per_chip_hour = 3.0\n": ""})
+    spec.write_text(spec.read_text() + """
+[serve.chips.spec]
+dollars_per_chip_hour = 3.0
+[serve.chips.a100]
+preset = "a100-sxm-80gb"
+dollars_per_chip_hour = 2.0
+[serve.chips.mi300x]
+preset = "mi300x"
+dollars_per_chip_hour = 6.0
+[serve.chips.v5p]
+preset = "tpu-v5p"
+dollars_per_chip_hour = 4.0
+accelerator = { sram_bytes = 100e6 }
+""")
+    data, serve = read_serve_spec(spec)
+    watts = [chip_figures(spec, data, c)[1] for c in serve.chips]
+    assert watts[:3] == [700.0, 400.0, 750.0]  # the spec's chip_power_W; the A100's and MI300X's TDPs
+    assert math.isnan(watts[3])  # the preset publishes no TDP
+    no_power = small_spec(tmp_path, **{"chip_power_W = 700.0": "chip_power_W = 0.0"})
+    data, serve = read_serve_spec(no_power)
+    assert math.isnan(chip_figures(no_power, data, serve.chips[0])[1])
 
 
 def test_serve_is_deterministic(tmp_path):

@@ -51,6 +51,7 @@ def test_a_serve_study_row_is_what_dfsearch_serve_answers_for_the_same_spec(tmp_
     best = json.loads(r0.output)["best"]
     assert rows[0]["status"] == "optimal" and rows[0]["meets_slos"] is True
     assert {k: rows[0][k] for k in COLUMNS} == {k: (None if v == "" else v) for k, v in best.items()}
+    assert rows[0]["kv_utilisation"] > 0 and rows[0]["joules_per_token"] > 0  # the spec's chips have 700 W
     # point 1: no deployment meets a 1 us TPOT: a row with dfsearch serve's reason, not a crash
     r1 = invoke("serve", serve_spec(tmp_path / "p1.toml", "1e-6"))
     assert r1.exit_code == 1

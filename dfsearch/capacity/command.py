@@ -35,13 +35,15 @@ from dfsearch.capacity.traffic import requests
 from dfsearch.codes import ServeMode
 from dfsearch.errors import InfeasibleError, Issue, SpecError
 from dfsearch.loader import spec_from_data
+from dfsearch.presets import chip_named
 
-__all__ = ["serve", "Answer", "answer", "answer_of", "chip_dram_bytes", "COLUMNS"]
+__all__ = ["serve", "Answer", "answer", "answer_of", "chip_dram_bytes", "chip_figures", "COLUMNS"]
 
 COLUMNS = ("mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
            "chip", "tp", "pp",
            "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-           "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "preemptions",
+           "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok",
+           "kv_utilisation", "joules_per_token", "preemptions",
            "ttft_excess", "tpot_excess", "meets_slos", "note")
 
 
@@ -65,7 +67,8 @@ def answer_of(data: dict, serve: ServeSpec, path: Path, step_cache: Path | None 
     """:func:`answer` for a serve spec already read: ``data`` (every table but ``[serve]``)
     and its checked ``[serve]`` table; ``path`` names the spec in messages and its folder
     holds the files the spec includes (a study's points run through here, docs/studies.md)."""
-    usable = {chip.name: serve.memory_fraction * chip_dram_bytes(path, data, chip) for chip in serve.chips}
+    figures = {chip.name: chip_figures(path, data, chip) for chip in serve.chips}
+    usable = {name: serve.memory_fraction * dram for name, (dram, _) in figures.items()}
     reqs = requests(serve.traffic, serve.requests, serve.seed)
     measure = SpecMeasure(data, str(path), serve.scale_out_bw_GBps, serve.chips)
     cache = StepCache(measure, digest([data, serve.scale_out_bw_GBps, serve.chips]))
@@ -77,7 +80,8 @@ def answer_of(data: dict, serve: ServeSpec, path: Path, step_cache: Path | None 
                                       int((reqs.prompt_tokens + reqs.output_tokens).max()))}
 
     def model_of(shape: Shape):
-        return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip], **grids)
+        return replica_model(cache, shape, usable_bytes_per_chip=usable[shape.chip],
+                             watts_per_chip=figures[shape.chip][1], **grids)
 
     size = space_size(serve)
     if serve.sampler in ("tpe", "nsga2"):
@@ -95,6 +99,13 @@ def answer_of(data: dict, serve: ServeSpec, path: Path, step_cache: Path | None 
 def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
     """The DRAM per chip of ``chip``, after checking the spec with it (a bad chip table: the
     error names it)."""
+    return chip_figures(path, data, chip)[0]
+
+
+def chip_figures(path: Path, data: dict, chip: ChipOption) -> tuple[float, float]:
+    """:func:`chip_dram_bytes` and the watts per chip: a chip option naming a preset, the
+    preset's TDP; else the spec's ``cost.chip_power_W`` (its own preset's TDP unless set);
+    NaN when there is no figure (no TDP, or 0 W)."""
     where = f"serve.chips.{chip.name}: " if chip.name else ""
     try:
         base = spec_from_data(chip_data(data, chip), file=str(path), base_dir=path.parent)
@@ -108,7 +119,9 @@ def chip_dram_bytes(path: Path, data: dict, chip: ChipOption) -> float:
     if not dram > 0:
         raise SpecError(Issue(where + "system.memory.dram_bytes", "must be > 0 for dfsearch serve (the KV cache "
                               f"lives in what the weights leave). Got {dram!r} instead."), file=str(path))
-    return dram
+    preset = chip_named(chip.preset) if chip.preset else None
+    watts = base.cost.chip_power_W if preset is None else (preset.tdp.in_base() or 0.0)
+    return dram, (watts if watts > 0 else math.nan)
 
 
 def serve(path: Path, *, json_out: str | None = None, csv_out: Path | None = None,
@@ -147,6 +160,7 @@ def row(o: Outcome) -> dict:
             "ttft_p50_s": o.ttft[0], "ttft_p99_s": o.ttft[1], "tpot_p50_s": o.tpot[0], "tpot_p99_s": o.tpot[1],
             "e2e_p99_s": o.e2e_p99_s, "goodput_per_s": o.goodput_per_s, "slo_attainment": o.slo_attainment,
             "output_tokens_per_s": o.output_tokens_per_s, "dollars_per_mtok": dollars_per_mtok(o),
+            "kv_utilisation": o.kv_utilisation, "joules_per_token": o.joules_per_token,
             "preemptions": o.preemptions,
             "ttft_excess": o.ttft_excess, "tpot_excess": o.tpot_excess,
             "meets_slos": o.feasible and not o.note, "note": o.note}
@@ -213,6 +227,9 @@ def report(path: Path, a: Answer) -> list[str]:
                   "no TPOT (one-token outputs)" if math.isnan(b.tpot[1]) else
                   f"TPOT P50 {b.tpot[0] * 1e3:.4g} ms, P99 {b.tpot[1] * 1e3:.4g} ms") +
               f"; end-to-end P99 {b.e2e_p99_s:.4g} s; {b.preemptions} preemptions",
+              f"  KV utilisation {_share(b.kv_utilisation)} (" + ("the decode pool's, " if b.candidate.prefill_shape
+                                                                   else "") +
+              f"time average over the run), energy {_joules(b.joules_per_token)} per output token",
               f"  nearest its SLO here: {b.binding} (P99 at {1 + max(b.ttft_excess, b.tpot_excess):.0%} of it)"]
     lines += _tie_lines(r.outcomes, b)
     for pool, pre, dec in r.load:
@@ -249,6 +266,14 @@ def report(path: Path, a: Answer) -> list[str]:
     lines.append("cost vs goodput front: " + "; ".join(
         f"${o.dollars_per_hour:,.2f}/h -> {o.goodput_per_s:.4g}/s" for o in r.front))
     return lines
+
+
+def _share(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.1%}"
+
+
+def _joules(x: float) -> str:
+    return "n/a (no chip power figure)" if math.isnan(x) else f"{x:.4g} J"
 
 
 def _tie_lines(outcomes, b: Outcome) -> list[str]:

@@ -22,6 +22,11 @@ of one output token never reach the decode pool.
 Metrics skip the first :data:`~dfsearch.capacity.serve_spec.WARMUP_FRACTION` of the
 arrivals. Goodput = the request rate x the fraction of the measured requests meeting both
 SLOs; a deployment meets the SLOs when its P99 TTFT and P99 TPOT are within them.
+KV utilisation: the used over the available KV blocks of the (decode) replicas, averaged
+over their simulation's run (first arrival, or join, to last finish), from the block-seconds
+the simulation records (``metrics.kv_utilisation``; a prefill pool's is not counted).
+Energy per output token: every chip of the deployment at its chip's watts over the measured
+window, per measured output token (NaN when a chip has no power figure).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dfsearch.capacity.mapped_steps import ReplicaModel, Shape
-from dfsearch.capacity.metrics import percentiles
+from dfsearch.capacity.metrics import kv_utilisation, percentiles
 from dfsearch.capacity.scheduler import Scheduler
 from dfsearch.capacity.serve_spec import WARMUP_FRACTION
 from dfsearch.capacity.simulate import Deployment, simulate
@@ -40,7 +45,7 @@ from dfsearch.capacity.traffic import Requests
 from dfsearch.codes import ServeMode
 
 __all__ = ["Candidate", "Outcome", "Slos", "run_colocated", "run_prefill_pool", "run_decode_pool",
-           "outcome", "pruned", "fits_kv", "transfer_s"]
+           "outcome", "pruned", "fits_kv", "transfer_s", "deployment_watts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,8 @@ class Outcome:
     ttft_excess: float  #: P99 TTFT / SLO - 1 (> 0: broken)
     tpot_excess: float
     note: str = ""  #: why not simulated, if pruned
+    kv_utilisation: float = math.nan  #: used / available KV blocks (module docstring)
+    joules_per_token: float = math.nan  #: per measured output token (module docstring)
 
     @property
     def feasible(self) -> bool:
@@ -124,10 +131,11 @@ def fits_kv(model: ReplicaModel, reqs: Requests, block_tokens: int, prompt_only:
 
 
 def run_colocated(reqs: Requests, model: ReplicaModel, c: Candidate, block_tokens: int):
-    """(first token, finish, preemptions) per request of a co-located deployment."""
+    """(first token, finish, preemptions) per request of a co-located deployment, and its
+    KV utilisation."""
     sched = Scheduler(c.batch_cap, max(c.chunk_tokens, c.batch_cap), block_tokens)
     out = simulate(reqs, Deployment(model.steps, model.kv_capacity_bytes, c.replicas), sched)
-    return out.first_token_s, out.finish_s, out.preemptions
+    return out.first_token_s, out.finish_s, out.preemptions, kv_utilisation(out)
 
 
 def run_prefill_pool(reqs: Requests, model: ReplicaModel, replicas: int, chunk: int, block_tokens: int):
@@ -147,12 +155,13 @@ def transfer_s(prefill: ReplicaModel, decode: ReplicaModel, prompt_tokens: np.nd
 
 def run_decode_pool(reqs: Requests, first_token_s: np.ndarray, transfer: np.ndarray, model: ReplicaModel,
                     replicas: int, cap: int, block_tokens: int):
-    """(finish, preemptions) per request: the decode pool fed at first token + transfer."""
+    """(finish, preemptions) per request: the decode pool fed at first token + transfer; and
+    the pool's KV utilisation (NaN when no request reaches it)."""
     finish = first_token_s.copy()
     pre = np.zeros(len(reqs), dtype=np.int64)
     go = np.flatnonzero(reqs.output_tokens > 1)
     if len(go) == 0:
-        return finish, pre
+        return finish, pre, math.nan
     ready = first_token_s[go] + transfer[go]
     order = go[np.argsort(ready, kind="stable")]
     joined = Requests(np.sort(ready, kind="stable"), reqs.prompt_tokens[order], reqs.output_tokens[order])
@@ -161,12 +170,21 @@ def run_decode_pool(reqs: Requests, first_token_s: np.ndarray, transfer: np.ndar
                    Scheduler(cap, budget, block_tokens))
     finish[order] = out.finish_s
     pre[order] = out.preemptions
-    return finish, pre
+    return finish, pre, kv_utilisation(out)
+
+
+def deployment_watts(c: Candidate, models) -> float:
+    """Every chip of ``c`` at its chip's watts (``models``: each shape's ReplicaModel)."""
+    watts = c.replicas * c.shape.chips * models[c.shape].watts_per_chip
+    if c.prefill_shape is not None:
+        watts += c.prefill_replicas * c.prefill_shape.chips * models[c.prefill_shape].watts_per_chip
+    return watts
 
 
 def outcome(c: Candidate, reqs: Requests, first: np.ndarray, finish: np.ndarray, preempt: np.ndarray,
-            slos: Slos) -> Outcome:
-    """The metrics of one simulation (module docstring: the definitions)."""
+            slos: Slos, kv_used: float = math.nan, watts: float = math.nan) -> Outcome:
+    """The metrics of one simulation (module docstring: the definitions); ``kv_used``: its KV
+    utilisation, ``watts``: the deployment's (``deployment_watts``)."""
     w = int(WARMUP_FRACTION * len(reqs))
     arrival, out = reqs.arrival_s[w:], reqs.output_tokens[w:]
     ttft, fin = first[w:] - arrival, finish[w:]
@@ -178,7 +196,9 @@ def outcome(c: Candidate, reqs: Requests, first: np.ndarray, finish: np.ndarray,
     return Outcome(c, c.dollars_per_hour, (t.p50, t.p99), (p.p50, p.p99),
                    percentiles(fin - arrival).p99, slos.rate_per_s * float(good.mean()), float(good.mean()),
                    float(out.sum()) / window, int(preempt[w:].sum()),
-                   t.p99 / slos.ttft_p99_s - 1, (p.p99 / slos.tpot_p99_s - 1) if not math.isnan(p.p99) else -1.0)
+                   t.p99 / slos.ttft_p99_s - 1, (p.p99 / slos.tpot_p99_s - 1) if not math.isnan(p.p99) else -1.0,
+                   kv_utilisation=kv_used,
+                   joules_per_token=math.nan if math.isnan(watts) else watts * window / float(out.sum()))
 
 
 def pruned(c: Candidate, slos: Slos, note: str, ttft_excess: float = math.inf,

@@ -227,6 +227,7 @@ class ReplicaModel:
     weight_bytes_per_chip: float
     max_batch: int = 2**62  #: the largest decode batch the tables hold
     max_prefill_tokens: int = 2**62  #: the most prefill tokens of one iteration they hold
+    watts_per_chip: float = float("nan")  #: the chip's power (NaN: no figure): energy per token
 
 
 def prefill_grid(chunks) -> tuple[int, ...]:
@@ -253,7 +254,8 @@ def context_grid(lo: int, hi: int) -> tuple[int, ...]:
 
 
 def replica_model(cache: StepCache, shape: Shape, *, prefills: tuple[int, ...], batches: tuple[int, ...],
-                  contexts: tuple[int, ...], usable_bytes_per_chip: float) -> ReplicaModel | str:
+                  contexts: tuple[int, ...], usable_bytes_per_chip: float,
+                  watts_per_chip: float = float("nan")) -> ReplicaModel | str:
     """The step tables of ``shape`` (each point from ``cache``), or why it cannot serve: no
     mapping fits even the smallest step, or no memory is left for the KV cache. The tables
     stop before the first prefill count, or the first batch (at any context), that no mapping
@@ -277,7 +279,7 @@ def replica_model(cache: StepCache, shape: Shape, *, prefills: tuple[int, ...], 
                            kv_per_token)
     steps = MappedSteps(prefills[: len(pre)], tuple(row[0].seconds for row in pre), table, kv_per_token)
     return ReplicaModel(shape, steps, FreePrefill(steps), kv_capacity, weights, max_batch=table.tokens[-1],
-                        max_prefill_tokens=steps.prefill_tokens[-1])
+                        max_prefill_tokens=steps.prefill_tokens[-1], watts_per_chip=watts_per_chip)
 
 
 def _prefix(rows) -> list[list[Measured]] | str:

@@ -28,7 +28,7 @@ import numpy as np
 from dfsearch.capacity.simulate import SimResult
 from dfsearch.errors import Issue, SpecError
 
-__all__ = ["Slo", "Price", "Percentiles", "Summary", "percentiles", "summarize", "per_request"]
+__all__ = ["Slo", "Price", "Percentiles", "Summary", "percentiles", "summarize", "per_request", "kv_utilisation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,13 @@ def per_request(result: SimResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ttft, tpot, result.finish_s - r.arrival_s
 
 
+def kv_utilisation(result: SimResult) -> float:
+    """The used over the available KV blocks of all replicas, averaged over the run (its
+    first arrival to its last finish)."""
+    run = float(result.finish_s.max() - result.requests.arrival_s[0])
+    return float(result.kv_block_s.sum() / (result.deployment.replicas * result.kv_blocks * run))
+
+
 def summarize(result: SimResult, slo: Slo, price: Price = Price(), warmup: int = 0) -> Summary:
     """The metrics of ``result``, leaving out the first ``warmup`` arrivals."""
     n = len(result.requests)
@@ -103,7 +110,6 @@ def summarize(result: SimResult, slo: Slo, price: Price = Price(), warmup: int =
     out_tokens = float(r.output_tokens[warmup:].sum())
     window = float(result.finish_s[warmup:].max() - r.arrival_s[warmup])
     good = (ttft <= slo.ttft_s) & ~(tpot > slo.tpot_s)  # NaN TPOT (one token) meets the SLO
-    run = float(result.finish_s.max() - r.arrival_s[0])
     replicas = result.deployment.replicas
     return Summary(
         requests=n - warmup, window_s=window,
@@ -111,7 +117,7 @@ def summarize(result: SimResult, slo: Slo, price: Price = Price(), warmup: int =
         requests_per_s=(n - warmup) / window, output_tokens_per_s=out_tokens / window,
         total_tokens_per_s=(out_tokens + float(r.prompt_tokens[warmup:].sum())) / window,
         goodput_per_s=int(good.sum()) / window, slo_attainment=float(good.mean()),
-        kv_utilisation=float(result.kv_block_s.sum() / (replicas * result.kv_blocks * run)),
+        kv_utilisation=kv_utilisation(result),
         preemptions=int(result.preemptions[warmup:].sum()),
         dollars_per_million_tokens=replicas * price.dollars_per_hour * window / 3600 / out_tokens * 1e6,
         joules_per_token=replicas * price.watts * window / out_tokens,

@@ -31,6 +31,7 @@ from dfsearch.capacity.deployments import (
     Candidate,
     Outcome,
     Slos,
+    deployment_watts,
     fits_kv,
     outcome,
     run_colocated,
@@ -113,8 +114,9 @@ def _simulate(c: Candidate, serve: ServeSpec, reqs: Requests, models: dict[Shape
             or not fits_kv(m, reqs, block) or not fits_kv(pm, reqs, block, prompt_only=True)):
         return None
     if c.mode is ServeMode.COLOCATED:
-        return outcome(c, reqs, *run_colocated(reqs, m, c, block), slos)
+        first, finish, pre, kv = run_colocated(reqs, m, c, block)
+        return outcome(c, reqs, first, finish, pre, slos, kv, deployment_watts(c, models))
     first, pre = run_prefill_pool(reqs, pm, c.prefill_replicas, c.chunk_tokens, block)
     moved = transfer_s(pm, m, reqs.prompt_tokens, serve.scale_out_bw_GBps, serve.scale_out_latency_s)
-    finish, pre_d = run_decode_pool(reqs, first, moved, m, c.replicas, c.batch_cap, block)
-    return outcome(c, reqs, first, finish, pre + pre_d, slos)
+    finish, pre_d, kv = run_decode_pool(reqs, first, moved, m, c.replicas, c.batch_cap, block)
+    return outcome(c, reqs, first, finish, pre + pre_d, slos, kv, deployment_watts(c, models))

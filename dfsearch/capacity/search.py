@@ -56,6 +56,7 @@ from dfsearch.capacity.deployments import (
     Candidate,
     Outcome,
     Slos,
+    deployment_watts,
     fits_kv,
     outcome,
     pruned,
@@ -345,8 +346,8 @@ def _colocated(led: _Ledger, models: dict[Shape, ReplicaModel]) -> list[tuple]:
         shape, cap, chunk, r = item
         c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
         led.simulations += 1
-        return led.record(outcome(c, reqs, *run_colocated(reqs, models[shape], c, serve.block_tokens),
-                                  led.slos)).feasible
+        first, finish, pre, kv = run_colocated(reqs, models[shape], c, serve.block_tokens)
+        return led.record(outcome(c, reqs, first, finish, pre, led.slos, kv, deployment_watts(c, models))).feasible
 
     _best_first(led, todo, simulate_one)
     return todo
@@ -396,8 +397,9 @@ def _front_above(led: _Ledger, models: dict[Shape, ReplicaModel], families: list
         _, i, shape, cap, chunk, r = heapq.heappop(heap)
         c = Candidate(ServeMode.COLOCATED, shape, r, cap, chunk)
         led.simulations += 1
-        if led.record(outcome(c, led.reqs, *run_colocated(led.reqs, models[shape], c, led.serve.block_tokens),
-                              led.slos)).goodput_per_s >= rate:
+        first, finish, pre, kv = run_colocated(led.reqs, models[shape], c, led.serve.block_tokens)
+        if led.record(outcome(c, led.reqs, first, finish, pre, led.slos, kv,
+                              deployment_watts(c, models))).goodput_per_s >= rate:
             return
         if (r + 1) * shape.chips <= led.serve.max_chips:
             heapq.heappush(heap, ((round((r + 1) * shape.dollars_per_hour, 6), (r + 1) * shape.chips), i, shape,
@@ -501,7 +503,8 @@ def _decode_search(led: _Ledger, models: dict[Shape, ReplicaModel], pool: _Prefi
         moved = transfer_s(pm, dm, reqs.prompt_tokens, serve.scale_out_bw_GBps, serve.scale_out_latency_s)
         c = Candidate(ServeMode.DISAGGREGATED, shape, d, cap, pool.chunk, pool.shape, pool.replicas)
         led.simulations += 1
-        finish, pre = run_decode_pool(reqs, pool.first_token_s, moved, dm, d, cap, serve.block_tokens)
-        return led.record(outcome(c, reqs, pool.first_token_s, finish, pool.preemptions + pre, led.slos)).feasible
+        finish, pre, kv = run_decode_pool(reqs, pool.first_token_s, moved, dm, d, cap, serve.block_tokens)
+        return led.record(outcome(c, reqs, pool.first_token_s, finish, pool.preemptions + pre, led.slos, kv,
+                                  deployment_watts(c, models))).feasible
 
     _best_first(led, decodes, simulate_one, extra=pool.cost)

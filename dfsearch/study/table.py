@@ -39,8 +39,8 @@ METRICS = (
 SERVE_METRICS = (
     "mode", "chips", "dollars_per_hour", "prefill_chip", "prefill_tp", "prefill_pp", "prefill_replicas",
     "chip", "replicas", "batch_cap", "chunk_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
-    "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "preemptions",
-    "ttft_excess", "tpot_excess", "meets_slos", "note", "binding", "simulations", "step_searches",
+    "e2e_p99_s", "goodput_per_s", "slo_attainment", "output_tokens_per_s", "dollars_per_mtok",
+    "kv_utilisation", "joules_per_token", "preemptions", "ttft_excess", "tpot_excess", "meets_slos", "note", "binding", "simulations", "step_searches",
 )  # fmt: skip
 #: the plan's headline figures (``dfsearch.result.HEADLINE``, last so that the columns before
 #: them keep their places); a table written before them reads without them
@@ -54,6 +54,7 @@ FLOAT_COLUMNS = frozenset({
     "speculative_time_per_token_s", "speculative_speedup", "slowest_stage_s",
     "dollars_per_hour", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s", "goodput_per_s",
     "slo_attainment", "output_tokens_per_s", "dollars_per_mtok", "ttft_excess", "tpot_excess",
+    "kv_utilisation", "joules_per_token",
 })  # fmt: skip
 INT_COLUMNS = frozenset({"point", "tp", "pp", "dp", "num_config", "evaluations", "seed", "batch", "stages",
                          "chips", "prefill_tp", "prefill_pp", "prefill_replicas", "replicas", "batch_cap",
