@@ -4,7 +4,6 @@ importing it is cheap: the search, and Numba with it, load when the first trial 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from dfsearch.codesign.output import columns, summary_lines, write_outputs
 from dfsearch.codesign.resume import DIGEST, TrialWriter, read_previous, study_digest
 from dfsearch.codesign.runner import run_codesign
 from dfsearch.codesign.study import load_codesign
+from dfsearch.study.commands import progress_printer
 
 __all__ = ["codesign_command", "trial_printer"]
 
@@ -37,21 +37,6 @@ def codesign_command(study: Path, output: Path, show_progress: bool, fresh: bool
 def trial_printer(stream: Any = None) -> Callable[[int, int, float, int], None]:
     """A progress callback writing ``codesign: 12/36 trials, 0.41 s/trial, ETA 0m10s`` to
     stderr (one line rewritten in place on a terminal, a line per trial otherwise)."""
-    stream = stream or sys.stderr
-    tty = stream.isatty()
-
-    def show(done: int, total: int, elapsed: float, ran: int) -> None:
-        per = elapsed / ran if ran else 0.0
-        eta = per * (total - done)
-        text = f"  codesign: {done}/{total} trials, {per:.3g} s/trial, elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
-        stream.write(("\r" + text + "   ") if tty else text + "\n")
-        if tty and done == total:
-            stream.write("\n")
-        stream.flush()
-
-    return show
+    return progress_printer(stream, what="codesign", unit="trial")
 
 
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m{s:02d}s"

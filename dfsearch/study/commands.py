@@ -20,19 +20,18 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def progress_printer(stream: Any = None):
+def progress_printer(stream: Any = None, *, what: str = "sweep", unit: str = "point"):
     """A progress callback writing ``sweep: 12/80 points, 0.41 s/point, ETA 0m24s`` to
-    stderr (one line rewritten in place on a terminal, a line per point otherwise)."""
+    stderr (one line rewritten in place on a terminal, a line per step otherwise); ``what``
+    and ``unit`` name the command and what it counts (``codesign``: trials)."""
     stream = stream or sys.stderr
     tty = stream.isatty()
-    first: list[int] = []
 
     def show(done: int, total: int, elapsed: float, ran: int) -> None:
-        if not first:
-            first.append(done - ran)
         per = elapsed / ran if ran else 0.0
         eta = per * (total - done)
-        text = f"  sweep: {done}/{total} points, {per:.3g} s/point, elapsed {_clock(elapsed)}, ETA {_clock(eta)}"
+        text = (f"  {what}: {done}/{total} {unit}s, {per:.3g} s/{unit}, elapsed {_clock(elapsed)}, "
+                f"ETA {_clock(eta)}")
         stream.write(("\r" + text + "   ") if tty else text + "\n")
         if tty and done == total:
             stream.write("\n")
