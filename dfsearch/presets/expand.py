@@ -216,6 +216,10 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
         efficiency = fabric.bus_efficiency()
         if efficiency is not None:
             dim.setdefault("bus_efficiency", efficiency)
+        curve = fabric.all_reduce_curve
+        if curve is not None and "all_reduce_sizes_bytes" not in dim:
+            dim.setdefault("all_reduce_busbw_GBps", list(curve.busbw_GBps))
+            dim["all_reduce_sizes_bytes"] = list(curve.sizes_bytes)
 
 
 def _domain_size(fabric: FabricPreset, num_chip: Any) -> int | None:
