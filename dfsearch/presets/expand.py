@@ -10,8 +10,11 @@ every problem, each naming the field, the value and the accepted names.
 ...                       "network": [{"fabric": "nvlink", "size": 8}]}}, "s.toml")
 >>> out["system"]["accelerator"]
 {'cores': 132, 'freq_GHz': 1.83, 'sram_bytes': 117850112.0, 'systolic_width': 32, 'systolic_height': 64}
->>> out["system"]["network"][0]
+>>> dim = out["system"]["network"][0]
+>>> {k: dim[k] for k in ("size", "topology", "link_bw_GBps", "bus_efficiency")}
 {'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0, 'bus_efficiency': 0.822}
+>>> len(dim["all_reduce_sizes_bytes"]), dim["all_reduce_busbw_GBps"][11]
+(24, 88.78)
 """
 
 from __future__ import annotations
