@@ -61,7 +61,7 @@ def test_a_small_all_reduce_takes_the_measured_time():
     assert shared == pytest.approx(2e6 * 1.5 / 50.0, rel=1e-12)
 
 
-def test_a_large_all_reduce_keeps_its_alpha_beta_time():
+def test_a_large_all_reduce_takes_the_slower_of_alpha_beta_and_the_curve():
     """1e9 bytes over 8 chips, where the curve reads its last point, 300 GB/s. On 100 GB/s
     links (80 GB/s bus) the ring, 14 x 1 us + 1e9 x 1.75 / 80, is slower than the curve's
     1e9 x 1.75 / 300 and stays; on 450 GB/s links (360 GB/s bus) the curve's time binds."""
