@@ -210,6 +210,11 @@ class NetworkDim:
     #: realistic execution model: achievable bus bandwidth / link bandwidth of this
     #: dimension's collectives (None: ``execution.bus_efficiency``)
     bus_efficiency: float | None = None
+    #: realistic execution model: a measured all-reduce bus bandwidth curve of this
+    #: dimension (nccl-tests ``busbw`` in GB/s at message sizes in bytes, sizes increasing;
+    #: empty: none). An all-reduce never runs faster than the curve allows (docs/model.md).
+    all_reduce_sizes_bytes: tuple[float, ...] = ()
+    all_reduce_busbw_GBps: tuple[float, ...] = ()
 
     def latency_ns(self, accelerator: Accelerator) -> float:
         """This dimension's hop latency: its own, else the accelerator's."""

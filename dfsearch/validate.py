@@ -44,6 +44,7 @@ from dfsearch.spec import (
     Execution,
     Graph,
     Kernel,
+    NetworkDim,
     SearchSettings,
     Spec,
     Speculative,
@@ -633,9 +634,28 @@ def _check_system(s: IssueSink, sy: System) -> None:
         if d.bus_efficiency is not None:
             s.gt(f"system.network[{i}].bus_efficiency", d.bus_efficiency)
             _within(s, f"system.network[{i}].bus_efficiency", d.bus_efficiency)
+        _check_busbw_curve(s, i, d)
     topo = tuple(d.topology for d in sy.network)
     if not allowed_network(topo):
         s.add("system.network", _network_message(topo))
+
+
+def _check_busbw_curve(s: IssueSink, i: int, d: NetworkDim) -> None:
+    """A measured all-reduce curve: as many bandwidths as sizes, all positive, sizes
+    strictly increasing."""
+    sizes, bws = d.all_reduce_sizes_bytes, d.all_reduce_busbw_GBps
+    path = f"system.network[{i}]"
+    if len(sizes) != len(bws):
+        s.add(f"{path}.all_reduce_busbw_GBps", f"must have one value per entry of "
+              f"all_reduce_sizes_bytes ({len(sizes)}). Got {len(bws)} instead.")
+        return
+    for name, values in (("all_reduce_sizes_bytes", sizes), ("all_reduce_busbw_GBps", bws)):
+        for j, v in enumerate(values):
+            s.gt(f"{path}.{name}[{j}]", v)
+    for j in range(1, len(sizes)):
+        if not sizes[j] > sizes[j - 1]:
+            s.add(f"{path}.all_reduce_sizes_bytes[{j}]", f"must be larger than the size "
+                  f"before it ({sizes[j - 1]:g}: sizes increase). Got {sizes[j]:g} instead.")
 
 
 def _network_message(topo: tuple[Topology, ...]) -> str:

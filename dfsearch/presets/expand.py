@@ -10,8 +10,11 @@ every problem, each naming the field, the value and the accepted names.
 ...                       "network": [{"fabric": "nvlink", "size": 8}]}}, "s.toml")
 >>> out["system"]["accelerator"]
 {'cores': 132, 'freq_GHz': 1.83, 'sram_bytes': 117850112.0, 'systolic_width': 32, 'systolic_height': 64}
->>> out["system"]["network"][0]
+>>> dim = out["system"]["network"][0]
+>>> {k: dim[k] for k in ("size", "topology", "link_bw_GBps", "bus_efficiency")}
 {'size': 8, 'topology': 'switch', 'link_bw_GBps': 450.0, 'bus_efficiency': 0.822}
+>>> len(dim["all_reduce_sizes_bytes"]), dim["all_reduce_busbw_GBps"][11]
+(24, 88.78)
 """
 
 from __future__ import annotations
@@ -216,6 +219,10 @@ def _expand_fabrics(system: dict[str, Any], chip: ChipPreset | None, issues: lis
         efficiency = fabric.bus_efficiency()
         if efficiency is not None:
             dim.setdefault("bus_efficiency", efficiency)
+        curve = fabric.all_reduce_curve
+        if curve is not None and "all_reduce_sizes_bytes" not in dim:
+            dim.setdefault("all_reduce_busbw_GBps", list(curve.busbw_GBps))
+            dim["all_reduce_sizes_bytes"] = list(curve.sizes_bytes)
 
 
 def _domain_size(fabric: FabricPreset, num_chip: Any) -> int | None:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from dfsearch.codes import Collective, Topology
 from dfsearch.presets.sourced import DERIVED, HOPPER_BLOG, Source, Sourced
 
-__all__ = ["BusBandwidth", "FabricPreset", "FABRICS", "FAMILIES", "ROLES", "fabric_named"]
+__all__ = ["AllReduceCurve", "BusBandwidth", "FabricPreset", "FABRICS", "FAMILIES", "ROLES", "fabric_named"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,20 @@ class BusBandwidth:
     collective: Collective
     group: int
     busbw: Sourced
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduceCurve:
+    """A measured all-reduce bus bandwidth (nccl-tests ``busbw``, GB/s) at each message size
+    (bytes) over ``group`` chips: the realistic model's floor on an all-reduce's time
+    (``dfsearch.system.alpha_beta``). ``quote``: one row of the source's table."""
+
+    group: int
+    sizes_bytes: tuple[float, ...]
+    busbw_GBps: tuple[float, ...]
+    source: Source
+    quote: str
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +62,7 @@ class FabricPreset:
     latency: Sourced
     domain: Sourced | None = None
     bus_bandwidth: tuple[BusBandwidth, ...] = ()
+    all_reduce_curve: AllReduceCurve | None = None
 
     def link_bw_GBps(self) -> float:
         bw = self.bandwidth.in_base()
@@ -91,12 +106,28 @@ _NCCL_1259 = Source("NVIDIA/nccl issue #1259, 'Is intra-node latency supposed to
                     "the number of GPUs when using NVLink SHARP?'",
                     "https://github.com/NVIDIA/nccl/issues/1259")
 
+_AZURE_BENCH = "https://github.com/Azure/AI-benchmarking-guide/blob/main/Azure_Results/"
+_AZURE_H200 = Source("Microsoft Azure, AI-benchmarking-guide, 'Azure ND H200 v5 Benchmark "
+                     "Results', NCCL Bandwidth table (8 x H200, NCCL 2.20.5)",
+                     _AZURE_BENCH + "ND_H200_v5_results.md")
+#: the message sizes of the Azure table, '1K' to '8G': 1024 x 2^k bytes
+_AZURE_SIZES = tuple(float(1024 * 2**k) for k in range(24))
+
 _NO_LATENCY = ("per-hop latency: no primary figure was found; give link_latency_ns to model it "
                "(the all-reduce latency measured end to end is in bus_bandwidth notes)")
 
 
 def _s(value: float | None, unit: str, source: Source | None, quote: str, note: str = "") -> Sourced:
     return Sourced(value, unit, source, quote, note)
+
+
+def _h100_all_reduce() -> AllReduceCurve:
+    busbw = (0.06, 0.12, 0.23, 0.47, 0.93, 1.84, 3.72, 7.39, 14.75, 29.38, 52.96, 88.78,
+             138.44, 181.94, 240.41, 300.91, 368.11, 412.45, 432.24, 442.72, 467.58, 472.57,
+             477.41, 479.98)
+    return AllReduceCurve(8, _AZURE_SIZES, busbw, _AZURE_H200, "| 2M | 88.78 |",
+                          "in-place all-reduce, NVLS; H200 has H100's NVLink 4 + NVSwitch "
+                          "(900 GB/s per GPU), so the curve stands for the fabric")
 
 
 def _no_latency() -> Sourced:
@@ -147,6 +178,7 @@ def _nvlink4() -> FabricPreset:
             BusBandwidth(Collective.ALL_GATHER, 8, _s(183.09, "GB/s", _VOLTAGE_PARK,
                          "AllGather | 183.09 GB/s | Peak at 256 MiB", "at 256 MiB only")),
         ),
+        all_reduce_curve=_h100_all_reduce(),
     )
 
 

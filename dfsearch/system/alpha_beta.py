@@ -28,15 +28,31 @@ busbw), positive while bytes < alpha busbw p ((p - 1) - ceil(log2 p)).
 72333.333
 
 (14 steps x 1 us + 8e6 bytes x 1.75 / (0.8 x 300 GB/s).)
+
+A fabric may also carry a measured all-reduce curve: nccl-tests ``busbw`` (GB/s) at message
+sizes (bytes). ``curve_busbw`` reads it at a size: linear in log2(size) between two points,
+the last value above the largest size, and below the smallest size the busbw of a fixed time
+(proportional to the size). An all-reduce of ``bytes`` per chip then takes at least
+``bytes x 2 (p - 1) / p / curve_busbw(bytes)``, the time nccl-tests measured, divided among
+``share`` groups like the link bandwidth. busbw is normalised by nccl-tests to be the same
+for every group size, so a curve measured on 8 GPUs stands for every group of the fabric.
+
+>>> round(curve_busbw(3e6, (1e6, 4e6), (50.0, 150.0)), 3)
+129.248
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dfsearch.codes import Collective
 
-__all__ = ["AlphaBeta", "volume_and_steps", "tree_steps", "tree_crossover_bytes"]
+__all__ = ["AlphaBeta", "BusbwCurve", "curve_busbw", "volume_and_steps", "tree_steps",
+           "tree_crossover_bytes"]
+
+#: a measured all-reduce curve: (message sizes in bytes, increasing; busbw in GB/s)
+BusbwCurve = tuple[tuple[float, ...], tuple[float, ...]]
 
 
 def volume_and_steps(op: Collective, degree: int) -> tuple[float, int]:
@@ -67,6 +83,18 @@ def tree_crossover_bytes(degree: int, step_ns: float, busbw_GBps: float) -> floa
     return max(0.0, step_ns * busbw_GBps * degree * extra_steps)
 
 
+def curve_busbw(nbytes: float, sizes: tuple[float, ...], busbw: tuple[float, ...]) -> float:
+    """The measured bus bandwidth (GB/s) at ``nbytes`` of a curve (module docstring)."""
+    if nbytes <= sizes[0]:
+        return busbw[0] * nbytes / sizes[0]
+    if nbytes >= sizes[-1]:
+        return busbw[-1]
+    hi = next(j for j, s in enumerate(sizes) if s >= nbytes)
+    lo = hi - 1
+    t = math.log2(nbytes / sizes[lo]) / math.log2(sizes[hi] / sizes[lo])
+    return busbw[lo] + t * (busbw[hi] - busbw[lo])
+
+
 @dataclass(frozen=True, slots=True)
 class AlphaBeta:
     """The achievable fraction of the link bandwidth and the latency of one ring step."""
@@ -76,18 +104,23 @@ class AlphaBeta:
 
     def time_ns(self, op: Collective, nbytes: float, *, degree: int, link_bw_GBps: float,
                 share: int = 1, bus_efficiency: float | None = None,
-                ring_only: bool = False) -> float:
+                ring_only: bool = False, curve: BusbwCurve | None = None) -> float:
         """ns of one ``op`` of ``nbytes`` per chip over ``degree`` chips whose links carry
         ``link_bw_GBps`` (GB/s = bytes per ns), shared by ``share`` groups;
         ``bus_efficiency``: the dimension's own (None: this object's); an all-reduce runs as
-        the faster of ring and tree unless ``ring_only``."""
+        the faster of ring and tree unless ``ring_only``, and never faster than the measured
+        all-reduce ``curve`` of the fabric (None or empty: none)."""
         volume, steps = volume_and_steps(op, degree)
         if steps == 0 or nbytes <= 0:
             return 0.0
         eff = self.bus_efficiency if bus_efficiency is None else bus_efficiency
         busbw = eff * link_bw_GBps / share
         ring = self.step_ns * steps + nbytes * volume / busbw
-        if ring_only or op not in (Collective.ALL_REDUCE, Collective.ALL_REDUCE_PERIODIC):
+        if op not in (Collective.ALL_REDUCE, Collective.ALL_REDUCE_PERIODIC):
             return ring
-        tree = self.step_ns * tree_steps(degree) + nbytes * 2.0 / busbw
-        return min(ring, tree)
+        best = ring if ring_only else min(ring, self.step_ns * tree_steps(degree)
+                                           + nbytes * 2.0 / busbw)
+        if not curve or not curve[0]:
+            return best
+        measured = nbytes * volume / (curve_busbw(nbytes, *curve) / share)
+        return max(best, measured)

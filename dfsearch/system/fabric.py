@@ -175,10 +175,11 @@ class Fabric:
         links = per_byte.group_links(self.system, self.placement, group)
         if links is None:
             return 0.0
-        own = self.system.network[links.dim].bus_efficiency
+        dim = self.system.network[links.dim]
+        curve = (dim.all_reduce_sizes_bytes, dim.all_reduce_busbw_GBps)
         return self.alpha_beta.time_ns(op, nbytes, degree=links.degree, link_bw_GBps=links.bw,
-                                       share=links.factor, bus_efficiency=own,
-                                       ring_only=ring_only)  # fmt: skip
+                                       share=links.factor, bus_efficiency=dim.bus_efficiency,
+                                       ring_only=ring_only, curve=curve)  # fmt: skip
 
     def _ratio(self, op: Collective, group: Parallelism, split: bool) -> float:
         """ns per byte of a TP collective or the DP gradient all-reduce."""
