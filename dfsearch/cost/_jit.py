@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numba
+from numba.core import types
 from numba.core.caching import FunctionCache
 
 __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
@@ -54,12 +55,27 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
     # unset, so a helper would otherwise compile differently depending on who calls it first
     options = {"_nrt": not step, "forceinline": step}
     dispatcher = numba.njit(cache=False, **options)(func)
+    # one specialisation per argument types: see ``_typed_call_template``
+    dispatcher.get_call_template = functools.partial(_typed_call_template,
+                                                     dispatcher.get_call_template)  # fmt: skip
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
     return dispatcher
+
+
+def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws: dict) -> Any:
+    """Type a call from compiled code with its literal arguments widened to their types.
+
+    A jitted caller passing a constant (``f(x, 0)``) would otherwise make Numba compile its
+    callee once more for that literal (``Literal[int](0)`` instead of ``int64``): the same
+    code, compiled several times on the first run (a few seconds each for the bigger steps).
+    No jitted function of dfsearch depends on a literal argument."""
+    args = tuple(types.unliteral(a) for a in args)
+    kws = {k: types.unliteral(v) for k, v in kws.items()}
+    return get_call_template(args, kws)
 
 
 class _SourceKeyedCache(FunctionCache):

@@ -30,8 +30,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import objmode, types
-from numba.typed import Dict
+from numba import objmode
 
 from dfsearch.codes import Phase, Status
 from dfsearch.cost._jit import jit
@@ -144,7 +143,10 @@ def order_dp(kt, et, cn, order, allowed_at, dram_bw, live_cap, relax, assign, st
 QUEUE_PER_STATE = 16
 #: queued candidates after which ``ideal_search`` computes an incumbent to cut the queue
 INCUMBENT_AFTER = 20_000
-_STATE_KEY3 = types.UniTuple(types.int64, 3)  # (level, ideal, lone weight kernels still read)
+#: odd 64-bit multipliers (as int64) of the state index's hash of (level, ideal, L)
+_MIX_MASK = -7046029254386353131
+_MIX_LONE = -4658895280553007687
+_MIX_LEVEL = 7640891576956012809
 
 
 class QueueCol(enum.IntEnum):
@@ -343,10 +345,11 @@ def ideal_search(
             ii, keep = _cost_candidate(x, w, s_mask[sid], s_lone[sid], jm, stats)
             if ii == np.inf:
                 continue
-            key = (s_lvl[sid] + 1, jm, keep)
+            lvl = s_lvl[sid] + 1
             total = s_g[sid] + ii
-            if key in index:
-                j = index[key]
+            slot = _find_state(index, s_lvl, s_mask, s_lone, lvl, jm, keep)
+            if index[slot] >= 0:
+                j = index[slot]
                 if not total < s_g[j]:
                     continue
             else:
@@ -357,8 +360,10 @@ def ideal_search(
                 if j == s_mask.shape[0]:
                     states = _grow_states(states, min(2 * j, max_states))
                     s_mask, s_lone, s_lvl, s_g, s_par, s_closed = states
-                index[key] = j
-                s_mask[j], s_lone[j], s_lvl[j] = jm, keep, key[0]
+                    index = _state_index(states, nstates)
+                    slot = _find_state(index, s_lvl, s_mask, s_lone, lvl, jm, keep)
+                index[slot] = j
+                s_mask[j], s_lone[j], s_lvl[j] = jm, keep, lvl
                 nstates += 1
             s_g[j], s_par[j], s_closed[j] = total, sid, 0
             f = total + set_bound(full & ~jm, terms, edge_tm, cn.overlap, e_src, e_dst)
@@ -443,12 +448,42 @@ def _work(n):
 @jit
 def _new_states(cap):
     """``_States`` with room for ``cap`` states, holding the root (level 0, empty ideal) as
-    state 0, and the index (level, ideal, L) -> state."""
+    state 0, and its index (``_state_index``)."""
     states = _States(np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
                      np.zeros(cap), np.full(cap, -1, np.int64), np.zeros(cap, np.int8))  # fmt: skip
-    index = Dict.empty(key_type=_STATE_KEY3, value_type=types.int64)
-    index[(0, 0, 0)] = 0
-    return states, index
+    return states, _state_index(states, 1)
+
+
+# The index (level, ideal, L) -> state is an open-addressing hash table of state numbers
+# (-1: empty slot) with at least twice as many slots as ``states`` has room for, rebuilt when
+# the states grow. A typed Dict keyed on tuples did the same, but compiling its hashing and
+# dictionary code added seconds to the first run.
+@jit
+def _state_index(states, n):
+    """The index of the first ``n`` states of ``states``."""
+    size = 1
+    while size < 2 * states.mask.shape[0]:
+        size *= 2
+    index = np.full(size, -1, np.int64)
+    for j in range(n):
+        slot = _find_state(index, states.level, states.mask, states.lone, states.level[j],
+                           states.mask[j], states.lone[j])  # fmt: skip
+        index[slot] = j
+    return index
+
+
+@jit(step=True)
+def _find_state(index, s_lvl, s_mask, s_lone, lvl, mask, lone):
+    """The slot of ``index`` holding the state (lvl, mask, lone), else the empty slot where it
+    belongs (linear probing)."""
+    top = index.shape[0] - 1
+    h = mask * _MIX_MASK + lone * _MIX_LONE + lvl * _MIX_LEVEL
+    slot = (h ^ (h >> 32)) & top
+    while True:
+        j = index[slot]
+        if j < 0 or (s_mask[j] == mask and s_lone[j] == lone and s_lvl[j] == lvl):
+            return slot
+        slot = (slot + 1) & top
 
 
 @jit
