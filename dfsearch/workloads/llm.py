@@ -192,6 +192,10 @@ class LLM(WorkloadModel):
             choice = Dim.N
         return tiled_shard_dims(kernel, choice, tp, t)
 
+    def shard_dims_inputs(self, spec: Spec, shape: tuple[int, ...]) -> tuple | None:
+        """``sequence_split`` reads the sequence-parallel flag (and the graph's phases)."""
+        return (spec.training.sequence_parallel,) if type(self).shard_dims is LLM.shard_dims else None
+
     def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
         wl = spec.workload
         return Batch(
