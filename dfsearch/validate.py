@@ -35,6 +35,7 @@ from dfsearch.errors import Issue
 from dfsearch.issues import IssueSink, Range, bound_text, out_of_range, quote_list, show
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.kernels.pieces import PiecesError, split_pieces
+from dfsearch.memo import by_identity_and_key
 from dfsearch.pins import pin_issues
 from dfsearch.spec import (
     ASSIGNMENT_STRATEGY_NAMES,
@@ -250,6 +251,13 @@ def validate_graph(
     return s.issues
 
 
+@by_identity_and_key(64)
+def _graph_issues(graph: Graph, sharding_rules: bool) -> tuple[Issue, ...]:
+    """``validate_graph(graph, sharding_rules=...)``, once per graph object (a study's points
+    share their generated graph) and flag: it reads nothing else."""
+    return tuple(validate_graph(graph, sharding_rules=sharding_rules))
+
+
 def _check_expert(s: IssueSink, kp: str, k: Kernel) -> None:
     """num_expert >= 0; an expert all-to-all needs the experts it spreads (docs/model.md,
     "Mixture of experts")."""
@@ -425,7 +433,7 @@ def validate_parts(
         model.issues(s, workload)
     graph_ok = False
     if graph is not None:
-        graph_issues = validate_graph(graph, sharding_rules=model is None or sharded)
+        graph_issues = list(_graph_issues(graph, model is None or sharded))
         graph_ok = not graph_issues
         s.issues += graph_issues
         if model is not None and not sharded:

@@ -86,3 +86,87 @@ def test_memoised_solutions_equal_fresh_solves(tp, t):
         got = solve_spec_sharding(other, shape, t)
         want = solve_spec_sharding(other, shape, t, memo=False)
         assert (got.sharding, got.bytes, got.edge_collectives) == (want.sharding, want.bytes, want.edge_collectives)
+
+
+def _lowering_variants(spec):
+    """The sharding memo's variants, and fields lowering reads besides."""
+    from dfsearch.codes import Recompute
+
+    quirks = spec.quirks
+    flipped = replace(quirks, simd_at_systolic_peak=not quirks.simd_at_systolic_peak)
+    return {
+        **_variants(spec),
+        "recompute": replace(spec, training=replace(spec.training, recompute=Recompute.FULL)),
+        "quirks": replace(spec, quirks=flipped),
+        "cycle model": replace(spec, execution=replace(spec.execution, compute_util=0.0)),
+    }
+
+
+def _same_problem(a, b, name: str) -> None:
+    import numpy as np
+
+    for table in ("kernels", "edges", "constants"):
+        x, y = getattr(a, table), getattr(b, table)
+        for field, u, v in zip(x._fields, x, y):
+            assert np.array_equal(u, v), (name, table, field)
+    assert (a.shard_m, a.shard_k, a.shard_n, a.workload_flop) == (b.shard_m, b.shard_k, b.shard_n, b.workload_flop), name
+
+
+@pytest.mark.parametrize("replicated", [False, True], ids=["solved", "replicated"])
+def test_lowering_on_a_shared_graph_equals_lowering_on_a_copy_of_it(replicated):
+    """Lowering keeps what it computes from the graph, the sharding and the spec fields it
+    reads per graph object; each variant, lowered after the base spec on the same graph
+    object, gives the problem of a fresh lowering on an equal graph of its own (with the
+    solved sharding, and every kernel replicated, where sequence parallelism splits the
+    elementwise kernels)."""
+    from dfsearch.codes import Dim
+    from dfsearch.cost.lower import Outer, lower
+
+    spec = load_spec(EXAMPLE)
+    shape, t = (8, 128), 64
+    sharding = solve_spec_sharding(spec, shape, t, memo=False).sharding
+    if replicated:
+        sharding = tuple(Dim.NO for _ in sharding)
+    outer = Outer(shape, sharding, 1, t, 6)
+    lower(spec, outer)  # fills the memos for the base spec
+    for name, other in {"base": spec, **_lowering_variants(spec)}.items():
+        copy = replace(other, graph=replace(other.graph, kernels=other.graph.kernels))
+        assert copy.graph is not other.graph
+        _same_problem(lower(other, outer), lower(copy, outer), name)
+
+
+def test_edge_relayouts_are_the_rule_applied_to_every_connection():
+    from dfsearch.codes import Dim
+    from dfsearch.kernels.graph import (
+        GraphStructure,
+        downstream_layout,
+        edge_relayouts,
+        relayout,
+        upstream_layout,
+    )
+
+    spec = load_spec(EXAMPLE)
+    g = spec.graph
+    st = GraphStructure.of(g)
+    solved = solve_spec_sharding(spec, (8, 128), 2048, memo=False).sharding
+    for sharding in (solved, tuple(Dim.NO for _ in g.kernels), solved[::-1]):
+        want = tuple(relayout(upstream_layout(sharding[s]), downstream_layout(g.kernels[d], st.operand[e], sharding[d]))
+                     for e, (s, d) in enumerate(zip(st.src, st.dst)))  # fmt: skip
+        assert edge_relayouts(g, sharding) == want
+        assert edge_relayouts(g, sharding) == want  # kept
+
+
+def test_a_graph_checked_again_gives_the_issues_of_a_fresh_check():
+    """The graph's issues are found once per graph object and flag, and reported in full
+    (a list of its own) each time."""
+    from dfsearch.validate import validate_graph, validate_parts
+
+    spec = load_spec(EXAMPLE)
+    bad = replace(spec.graph, kernels=(replace(spec.graph.kernels[0], m=0), *spec.graph.kernels[1:]))
+    want = validate_graph(bad)
+    assert any(".m" in i.path for i in want)
+    for _ in range(2):
+        got = validate_parts(graph=bad)
+        assert got == want
+        got.clear()  # the caller's list: the next check is not affected
+    assert validate_parts(graph=bad, workload=spec.workload)[: len(want)] == want

@@ -21,7 +21,7 @@ from dfsearch.codes import (
 )
 from dfsearch.cost import training
 from dfsearch.cost.training import recomputed, sequence_split
-from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
+from dfsearch.kernels.graph import edge_relayouts as graph_edge_relayouts
 from dfsearch.system.ratios import groups
 from dfsearch.workload_specs import LLMWorkload  # re-exported
 from dfsearch.workloads.base import (
@@ -397,13 +397,11 @@ def edge_relayouts(ctx: Lowering) -> list[CollectiveNeed]:
     """The collective that re-lays each edge's tensor out between the producer's and the
     consumer's sharding, per tile, over the TP group."""
 
-    kernels, st, sharding = ctx.spec.graph.kernels, ctx.structure, ctx.sharding
+    st = ctx.structure
     out = []
-    for e, (s, d) in enumerate(zip(st.src, st.dst)):
-        up = upstream_layout(sharding[s])
-        down = downstream_layout(kernels[d], st.operand[e], sharding[d])
-        typ = relayout(up, down)
+    for e, typ in enumerate(graph_edge_relayouts(ctx.spec.graph, ctx.sharding)):
         if typ in (Collective.ALL_GATHER, Collective.ALL_TO_ALL):
+            s = st.src[e]
             out.append(CollectiveNeed(typ, ctx.output_bytes(s), Parallelism.TP,
                                       NetworkTerm.EDGE_TILE, e))  # fmt: skip
     return out
