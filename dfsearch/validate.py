@@ -35,7 +35,7 @@ from dfsearch.errors import Issue
 from dfsearch.issues import IssueSink, Range, bound_text, out_of_range, quote_list, show
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.kernels.pieces import PiecesError, split_pieces
-from dfsearch.memo import by_identity_and_key
+from dfsearch.memo import by_identity, by_identity_and_key
 from dfsearch.pins import pin_issues
 from dfsearch.spec import (
     ASSIGNMENT_STRATEGY_NAMES,
@@ -458,7 +458,7 @@ def validate_parts(
             if execution.compute_util == 0:
                 _check_kernel_work(s, graph)
             if sharded and not execution.skip_inter_chip_optimization:
-                _check_llm_tiling(s, graph)
+                s.issues += _llm_tiling_issues(graph)
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
         _check_partition(s, graph, workload, system)
@@ -806,6 +806,14 @@ def _check_graph_execution(s: IssueSink, g: Graph, e: Execution, *, order: bool)
                 f"kernel {b}); with one configuration per kernel ({why}) kernels run in file "
                 f"order, so list {c.src!r} before {c.dst!r}.",
             )
+
+
+@by_identity(64)
+def _llm_tiling_issues(g: Graph) -> tuple[Issue, ...]:
+    """``_check_llm_tiling``'s issues, once per graph object (it reads the graph alone)."""
+    sink = IssueSink()
+    _check_llm_tiling(sink, g)
+    return tuple(sink.issues)
 
 
 def _check_llm_tiling(s: IssueSink, g: Graph) -> None:

@@ -170,3 +170,19 @@ def test_a_graph_checked_again_gives_the_issues_of_a_fresh_check():
         assert got == want
         got.clear()  # the caller's list: the next check is not affected
     assert validate_parts(graph=bad, workload=spec.workload)[: len(want)] == want
+
+
+def test_the_digest_is_that_of_the_whole_data_when_the_specs_words_hold_the_graphs_stand_in():
+    """``point_digest`` splices the graph's JSON text, encoded once per graph, in place of a
+    stand-in; a spec whose own words contain the stand-in is encoded whole, same digest."""
+    import hashlib
+    import json
+
+    from dfsearch.loader import spec_to_data
+    from dfsearch.study import point
+
+    spec = load_spec(EXAMPLE)
+    odd = replace(spec, search=replace(spec.search, strategy=point._GRAPH_MARK))
+    for s in (spec, odd):
+        text = json.dumps([spec_to_data(s), 3], sort_keys=True, default=str)
+        assert point.point_digest(s, 3) == hashlib.sha256(text.encode()).hexdigest()[:16]
