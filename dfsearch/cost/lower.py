@@ -447,9 +447,7 @@ def realistic_compute_ns(
 def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
     """Buffer bytes of every edge (per chip, per tile) and its SRAM bytes and depth."""
     g, st = ctx.spec.graph, ctx.structure
-    e_b = [
-        0.0 if c.zero_out else ctx.output_bytes(s) for c, s in zip(g.connections, st.src)
-    ]
+    e_b = list(_edge_bytes(g, (ctx.dims, ctx.word)))
     # SRAM footprint of edges produced by a weight kernel: DFModel indexes the edge arrays
     # with the weight's index. Fixed by default; replicated on request (docs/model.md).
     e_sram_b, e_sram_depth = list(e_b), list(st.depths)
@@ -462,6 +460,15 @@ def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
             if s in widx and widx[s] < len(e_b):
                 e_sram_b[e], e_sram_depth[e] = e_b[widx[s]], st.depths[widx[s]]
     return e_b, e_sram_b, e_sram_depth
+
+
+@by_identity_and_key(1024)
+def _edge_bytes(g: Graph, key: tuple) -> tuple[float, ...]:
+    """Every edge's buffer bytes per chip and tile for key = (shard dimensions, word): its
+    producer's output (sM x sN words), 0 for a ``zero_out`` edge."""
+    dims, word = key
+    st = GraphStructure.of(g)
+    return tuple(0.0 if c.zero_out else float(dims[s][0]) * dims[s][2] * word for c, s in zip(g.connections, st.src))
 
 
 def _network_columns(

@@ -377,7 +377,9 @@ def kernel_collectives(ctx: Lowering) -> list[CollectiveNeed]:
     out = []
     for i, k in enumerate(kernels):
         typ = k.communication
-        if typ is Collective.NONE and ctx.sharding[i] is Dim.K and not skip_ic:
+        if typ is Collective.NONE:
+            if ctx.sharding[i] is not Dim.K or skip_ic:
+                continue  # no collective
             typ = Collective.ALL_REDUCE
         by = ctx.output_bytes(i)
         count = 2.0 if runs[i] else 1.0  # a recomputed kernel's collective runs again too
