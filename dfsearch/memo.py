@@ -16,6 +16,7 @@ number they contribute to the result (the caller's contract, stated where it is 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -62,7 +63,8 @@ def by_identity_and_key(size: int) -> Callable[[Callable[..., R]], Callable[...,
             full = (id(arg), key)
             hit = kept.get(full)
             if hit is not None and hit[0] is arg:
-                kept.move_to_end(full)
+                with contextlib.suppress(KeyError):  # another thread may have dropped it
+                    kept.move_to_end(full)
                 return hit[1]
             value = func(arg, key, *rest)
             kept[full] = (arg, value)
