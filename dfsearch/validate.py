@@ -35,6 +35,7 @@ from dfsearch.errors import Issue
 from dfsearch.issues import IssueSink, Range, bound_text, out_of_range, quote_list, show
 from dfsearch.kernels.graph import sharding_choices
 from dfsearch.kernels.pieces import PiecesError, split_pieces
+from dfsearch.memo import by_identity, by_identity_and_key
 from dfsearch.pins import pin_issues
 from dfsearch.spec import (
     ASSIGNMENT_STRATEGY_NAMES,
@@ -250,6 +251,13 @@ def validate_graph(
     return s.issues
 
 
+@by_identity_and_key(64)
+def _graph_issues(graph: Graph, sharding_rules: bool) -> tuple[Issue, ...]:
+    """``validate_graph(graph, sharding_rules=...)``, once per graph object (a study's points
+    share their generated graph) and flag: it reads nothing else."""
+    return tuple(validate_graph(graph, sharding_rules=sharding_rules))
+
+
 def _check_expert(s: IssueSink, kp: str, k: Kernel) -> None:
     """num_expert >= 0; an expert all-to-all needs the experts it spreads (docs/model.md,
     "Mixture of experts")."""
@@ -425,7 +433,7 @@ def validate_parts(
         model.issues(s, workload)
     graph_ok = False
     if graph is not None:
-        graph_issues = validate_graph(graph, sharding_rules=model is None or sharded)
+        graph_issues = list(_graph_issues(graph, model is None or sharded))
         graph_ok = not graph_issues
         s.issues += graph_issues
         if model is not None and not sharded:
@@ -450,7 +458,7 @@ def validate_parts(
             if execution.compute_util == 0:
                 _check_kernel_work(s, graph)
             if sharded and not execution.skip_inter_chip_optimization:
-                _check_llm_tiling(s, graph)
+                s.issues += _llm_tiling_issues(graph)
     if graph is not None and graph_ok and workload is not None:
         _check_pieces(s, graph, workload)
         _check_partition(s, graph, workload, system)
@@ -798,6 +806,14 @@ def _check_graph_execution(s: IssueSink, g: Graph, e: Execution, *, order: bool)
                 f"kernel {b}); with one configuration per kernel ({why}) kernels run in file "
                 f"order, so list {c.src!r} before {c.dst!r}.",
             )
+
+
+@by_identity(64)
+def _llm_tiling_issues(g: Graph) -> tuple[Issue, ...]:
+    """``_check_llm_tiling``'s issues, once per graph object (it reads the graph alone)."""
+    sink = IssueSink()
+    _check_llm_tiling(sink, g)
+    return tuple(sink.issues)
 
 
 def _check_llm_tiling(s: IssueSink, g: Graph) -> None:

@@ -26,7 +26,7 @@ def test_shared_plans_give_the_solutions_of_fresh_solves():
     for tp, t in CASES:
         shape = (tp, 1024 // tp)
         shared = solve_spec_sharding(spec, shape, t, None, plans)
-        assert _fields(shared) == _fields(solve_spec_sharding(spec, shape, t))
+        assert _fields(shared) == _fields(solve_spec_sharding(spec, shape, t, memo=False))
         assert shared.bytes == sharding_bytes(spec.graph, shared.sharding)
     assert len(plans.by_graph) == 1  # one graph, one plan
 

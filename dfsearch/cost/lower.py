@@ -32,9 +32,10 @@ from dfsearch.codes import (
 from dfsearch.cost.layout import Constants, EdgeTable, KernelTable
 from dfsearch.cost.training import DramUse, recomputed
 from dfsearch.kernels.graph import GraphStructure
+from dfsearch.memo import by_identity, by_identity_and_key
 from dfsearch.pins import fwd_bwd_bounds  # re-exported
 from dfsearch.quirks import Quirks
-from dfsearch.spec import AUTO, Accelerator, Execution, Spec
+from dfsearch.spec import AUTO, Accelerator, Execution, Graph, Spec
 from dfsearch.system.collectives import price_needs
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
@@ -181,29 +182,26 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks | None = None) -> Problem:
     e_b, e_sram_b, e_sram_depth = _edge_columns(ctx)
     net = price_needs(ctx.fabric, model.network(ctx), n, len(e_b))
     serial = _serial_realistic(spec.execution)
-    kcols, weight_total = _kernel_columns(ctx, net.exposed_tile_ns, serial)
+    kcols, weight_total = _kernel_columns_of(ctx, net.exposed_tile_ns, serial)
     k_net_t, k_net_1, k_ar, e_net_t, e_ar = _network_columns(net, n, len(e_b))
     if serial:  # launch and exposed collectives after the kernel, not under its HBM traffic
         k_net_t = [a + b for a, b in zip(k_net_t, _serial_tile_ns(ctx, net.exposed_tile_ns))]
     k_chan = _channel_columns(net, n)
-    ext = sum(k.dram_extra_bytes for k in g.kernels)
-    dram = model.dram(ctx, weight_total, ext)
+    facts = _graph_facts(g)
+    dram = model.dram(ctx, weight_total, facts.dram_extra)
     if spec.piece is not None:  # one piece of a pipeline stage: the others' bytes stay beside it
         dram = replace(dram, stage_others=spec.piece.resident_bytes)
-    extras = any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in g.kernels)
     constants = _constants(
         ctx, model, dram_fixed=dram.fixed, act_mult=dram.act_mult, batch_mult=batch_mult, net=net,
-        sparse=bool(extras or k_chan.any() or any(k_net_1)),
+        sparse=bool(facts.extras or k_chan.any() or any(k_net_1)),
     )  # fmt: skip
-    kernels, b, dims = g.kernels, ctx.batch, ctx.dims
-    pins = [k.config if k.config >= 0 else -1 for k in kernels]  # honoured, also when forced
+    b, dims = ctx.batch, ctx.dims
     return Problem(
         kernels=KernelTable(
             **kcols, memory_bytes=_f(model.memory_bytes(ctx)),
             net_tile_ns=_f(k_net_t), net_once_ns=_f(k_net_1), channel_ns=k_chan,
-            all_reduce=_i(k_ar), phase=_i([int(k.phase) for k in kernels]), pin=_i(pins),
-            num_input=_i([k.num_input for k in kernels]),
-            sram_extra=_f([k.sram_extra_bytes for k in kernels]),
+            all_reduce=_i(k_ar), phase=facts.phase, pin=facts.pin, num_input=facts.num_input,
+            sram_extra=facts.sram_extra,
         ),
         edges=EdgeTable(
             src=_i(list(ctx.structure.src)), dst=_i(list(ctx.structure.dst)),
@@ -214,7 +212,7 @@ def lower(spec: Spec, outer: Outer, quirks: Quirks | None = None) -> Problem:
         outer=outer, names=ctx.structure.names,
         shard_m=tuple(d[0] for d in dims), shard_k=tuple(d[1] for d in dims),
         shard_n=tuple(d[2] for d in dims),
-        workload_flop=g.flop * b.layers * b.global_batch,
+        workload_flop=facts.flop * b.layers * b.global_batch,
         peak_gflops=sysm.accelerator.peak_gflops, num_chip=sysm.num_chip,
         tp=ctx.groups.tp, pp=b.pp, dp=b.dp, num_micro_batch=b.num_micro_batch, layers=b.layers,
         layers_per_stage=b.layers_per_stage, pipeline_factor=pf, dram=dram,
@@ -233,11 +231,15 @@ def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
         sharding = outer.sharding
     else:
         sharding = tuple(Dim.NO for _ in kernels)
-    dims = tuple(
-        model.shard_dims(spec, model.lowered_kernel(spec, k, outer), sharding[i], grp.tp, t,
-                         outer.shape)  # fmt: skip
-        for i, k in enumerate(kernels)
-    )
+    rule = model.shard_dims_inputs(spec, outer.shape)
+    if rule is not None and type(model).lowered_kernel is WorkloadModel.lowered_kernel:
+        dims = _graph_dims(spec.graph, (sharding, grp.tp, t, type(model), rule), spec, model, outer.shape)
+    else:
+        dims = tuple(
+            model.shard_dims(spec, model.lowered_kernel(spec, k, outer), sharding[i], grp.tp, t,
+                             outer.shape)  # fmt: skip
+            for i, k in enumerate(kernels)
+        )
     batch = model.batch(spec, outer, grp)
     if spec.piece is not None:  # one piece of a pipeline stage runs piece.runs times in it
         batch = replace(batch, stage_runs=spec.piece.runs)
@@ -247,6 +249,69 @@ def _context(spec: Spec, outer: Outer, model: WorkloadModel) -> Lowering:
         structure=GraphStructure.of(spec.graph),
         chips_per_copy=spec.system.num_chip // spec.num_copy, fabric=fabric,
     )  # fmt: skip
+
+
+@by_identity_and_key(1024)
+def _graph_dims(graph: Graph, key: tuple, spec: Spec, model: WorkloadModel,
+                shape: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:  # fmt: skip
+    """The shard dimensions of every kernel of ``graph`` (the kind's kernels as the graph's)
+    for key = (sharding, TP, T, the kind, what its ``shard_dims`` reads of the spec and
+    shape): all they depend on, so a search lowering one sharding at many outer choices, and
+    the points of a study sharing their graph, compute them once."""
+    sharding, tp, t = key[0], key[1], key[2]
+    return tuple(model.shard_dims(spec, k, sharding[i], tp, t, shape) for i, k in enumerate(graph.kernels))
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphFacts:
+    """What lowering reads of the graph alone (read-only arrays, shared by its problems)."""
+
+    flop: float  #: ``Graph.flop``
+    dram_extra: float  #: the kernels' ``dram_extra_bytes``, summed in order
+    extras: bool  #: a kernel with memory_bytes, sram_extra_bytes or num_input
+    experts: bool  #: a kernel with experts (num_expert > 0)
+    phase: np.ndarray
+    pin: np.ndarray  #: pinned configuration, -1 when free (honoured, also when forced)
+    num_input: np.ndarray
+    sram_extra: np.ndarray
+
+
+@by_identity(64)
+def _graph_facts(g: Graph) -> _GraphFacts:
+    kernels = g.kernels
+    return _GraphFacts(
+        flop=g.flop, dram_extra=sum(k.dram_extra_bytes for k in kernels),
+        extras=any(k.memory_bytes or k.sram_extra_bytes or k.num_input for k in kernels),
+        experts=any(k.num_expert > 0 for k in kernels),
+        phase=_i([int(k.phase) for k in kernels]),
+        pin=_i([k.config if k.config >= 0 else -1 for k in kernels]),
+        num_input=_i([k.num_input for k in kernels]),
+        sram_extra=_f([k.sram_extra_bytes for k in kernels]),
+    )  # fmt: skip
+
+
+def _kernel_columns_of(
+    ctx: Lowering, exposed: list[float] | None, serial: bool
+) -> tuple[dict[str, np.ndarray], float]:
+    """``_kernel_columns``, once per graph object and key: the shard dimensions and every
+    part of the spec it reads (execution, accelerator, quirks, recomputation; DP when a
+    kernel has experts), ``exposed`` and ``serial``. The arrays are read-only and shared."""
+    spec = ctx.spec
+    dp = ctx.groups.dp if _graph_facts(spec.graph).experts else 0
+    key = (ctx.dims, spec.execution, spec.system.accelerator, spec.quirks, spec.training.recompute, dp,
+           None if exposed is None else tuple(exposed), serial)  # fmt: skip
+    try:
+        hash(key)
+    except TypeError:  # a field that is not hashable: computed afresh
+        return _kernel_columns(ctx, exposed, serial)
+    return _kernel_columns_memo(spec.graph, key, ctx, exposed, serial)
+
+
+@by_identity_and_key(1024)
+def _kernel_columns_memo(
+    graph: Graph, key: tuple, ctx: Lowering, exposed: list[float] | None, serial: bool
+) -> tuple[dict[str, np.ndarray], float]:
+    return _kernel_columns(ctx, exposed, serial)
 
 
 def _serial_realistic(ex: Execution) -> bool:
@@ -382,9 +447,7 @@ def realistic_compute_ns(
 def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
     """Buffer bytes of every edge (per chip, per tile) and its SRAM bytes and depth."""
     g, st = ctx.spec.graph, ctx.structure
-    e_b = [
-        0.0 if c.zero_out else ctx.output_bytes(s) for c, s in zip(g.connections, st.src)
-    ]
+    e_b = list(_edge_bytes(g, (ctx.dims, ctx.word)))
     # SRAM footprint of edges produced by a weight kernel: DFModel indexes the edge arrays
     # with the weight's index. Fixed by default; replicated on request (docs/model.md).
     e_sram_b, e_sram_depth = list(e_b), list(st.depths)
@@ -397,6 +460,15 @@ def _edge_columns(ctx: Lowering) -> tuple[list[float], list[float], list[int]]:
             if s in widx and widx[s] < len(e_b):
                 e_sram_b[e], e_sram_depth[e] = e_b[widx[s]], st.depths[widx[s]]
     return e_b, e_sram_b, e_sram_depth
+
+
+@by_identity_and_key(1024)
+def _edge_bytes(g: Graph, key: tuple) -> tuple[float, ...]:
+    """Every edge's buffer bytes per chip and tile for key = (shard dimensions, word): its
+    producer's output (sM x sN words), 0 for a ``zero_out`` edge."""
+    dims, word = key
+    st = GraphStructure.of(g)
+    return tuple(0.0 if c.zero_out else float(dims[s][0]) * dims[s][2] * word for c, s in zip(g.connections, st.src))
 
 
 def _network_columns(

@@ -212,17 +212,18 @@ def evaluate_problem(
     for name, c in zip(problem.names, decision.config):
         if 0 <= c < problem.num_config:
             members[c].append(name)
+    rows = cfg.tolist()  # Python floats, as float() of each cell
     configs = tuple(
         ConfigTimes(
             kernels=tuple(members[c]),
-            compute_ns=float(cfg[c, ConfigCol.COMPUTE]),
-            memory_ns=float(cfg[c, ConfigCol.MEMORY]),
-            network_ns=float(cfg[c, ConfigCol.NETWORK]),
-            ii_ns=float(cfg[c, ConfigCol.II]),
-            sram_bytes=float(cfg[c, ConfigCol.SRAM]),
-            num_tile=int(cfg[c, ConfigCol.TILES]),
+            compute_ns=row[ConfigCol.COMPUTE],
+            memory_ns=row[ConfigCol.MEMORY],
+            network_ns=row[ConfigCol.NETWORK],
+            ii_ns=row[ConfigCol.II],
+            sram_bytes=row[ConfigCol.SRAM],
+            num_tile=int(row[ConfigCol.TILES]),
         )
-        for c in range(problem.num_config)
+        for c, row in zip(range(problem.num_config), rows)
     )
     feasible = status is Status.OK
     dram_bw = float(res[ResultSlot.DRAM_BW]) if feasible else spec.system.memory.dram_bw_GBps

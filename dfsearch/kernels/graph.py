@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dfsearch.codes import Collective, ComputeType, Dim
-from dfsearch.memo import by_identity
+from dfsearch.memo import by_identity, by_identity_and_key
 from dfsearch.spec import Graph, Kernel
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "upstream_layout",
     "downstream_layout",
     "relayout",
+    "edge_relayouts",
     "kahn_levels",
 ]
 
@@ -206,6 +207,23 @@ def relayout(up: Layout, down: Layout) -> Collective:
     if down is Layout.RR:
         return Collective.ALL_GATHER
     return Collective.ALL_TO_ALL
+
+
+def edge_relayouts(graph: Graph, sharding: tuple[Dim, ...]) -> tuple[Collective, ...]:
+    """The re-layout collective of every connection (in ``GraphStructure`` order) under a
+    complete ``sharding``, once per graph object and sharding in a process (a search lowers
+    one sharding at many outer choices; the points of a study share their graph)."""
+    return _edge_relayouts(graph, sharding)
+
+
+@by_identity_and_key(256)
+def _edge_relayouts(graph: Graph, sharding: tuple[Dim, ...]) -> tuple[Collective, ...]:
+    st = GraphStructure.of(graph)
+    kernels = graph.kernels
+    return tuple(
+        relayout(upstream_layout(sharding[s]), downstream_layout(kernels[d], st.operand[e], sharding[d]))
+        for e, (s, d) in enumerate(zip(st.src, st.dst))
+    )  # fmt: skip
 
 
 def priority_topological_order(succ: Sequence[Sequence[int]], indegree: Sequence[int],

@@ -30,10 +30,12 @@ from dfsearch.kernels.graph import (
     relayout,
     upstream_layout,
 )
+from dfsearch.memo import by_identity_and_key
 from dfsearch.search.sharding_plan import Plan, ShardingPlans
 from dfsearch.spec import Graph, Spec
 from dfsearch.system.fabric import Fabric
 from dfsearch.system.placement import Placement
+from dfsearch.workloads import model_of
 
 __all__ = ["ShardingSolution", "solve_sharding", "solve_spec_sharding", "sharding_bytes"]
 
@@ -180,26 +182,63 @@ def _eliminate(plan: Plan, tables: list[list[Cost]]) -> list[int]:
 
 def solve_spec_sharding(
     spec: Spec, shape: tuple[int, ...], num_tile: int, placement: Placement | None = None,
-    plans: ShardingPlans | None = None,
+    plans: ShardingPlans | None = None, *, memo: bool = True,
 ) -> ShardingSolution:
     """Sharding of an LLM spec for one shape, tile count and parallelism placement (None:
     the spec's fixed roles): pinned choices kept, the rest byte-minimal with ties broken by
     per-tile compute + collective time at this TP degree. ``plans``: as in
-    :func:`solve_sharding`."""
-    sysm, ex = spec.system, spec.execution
+    :func:`solve_sharding`. ``memo``: reuse the solution of an earlier solve on the same
+    graph object with the same numbers (``_Inputs``, the kind's ``shard_dims_inputs``), kept
+    across searches (``SOLVED_KEPT``); False solves afresh. The solution is the same."""
+    ex = spec.execution
     fabric = Fabric.of(spec, shape, placement)  # the spec's quirks, as lowering prices them
     grp, r = fabric.groups(), fabric.ratios()
-    peak = sysm.accelerator.peak_gflops
-    rate = (ex.compute_util or 1.0) * peak
-    word = ex.word_bytes
-    kernels = spec.graph.kernels
-    index = spec.graph.index()
+    rate = (ex.compute_util or 1.0) * spec.system.accelerator.peak_gflops
+    inputs = _Inputs(rate, ex.word_bytes, grp.tp, r.all_reduce, r.all_gather, r.all_to_all, num_tile)
+    model = model_of(spec.workload)
+    rule = model.shard_dims_inputs(spec, shape)
+    if rule is None or not memo:
+        return _solve_spec(spec.graph, inputs, spec, shape, plans)
+    return _solved(spec.graph, (inputs, type(model), rule), spec, shape, plans)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """The numbers a sharding solve reads besides the graph and the kind's shard rule."""
+
+    rate: float  #: compute_util (1 when 0) x peak GFLOP/s
+    word: int
+    tp: int
+    all_reduce: float  #: the TP group's collective ratios
+    all_gather: float
+    all_to_all: float
+    num_tile: int
+
+
+#: solutions kept across searches: the points of a study share their generated graph
+#: (``kernels.generators.generate``) and differ often in what the sharding does not read
+SOLVED_KEPT = 4096
+
+
+@by_identity_and_key(SOLVED_KEPT)
+def _solved(graph: Graph, key: tuple, spec: Spec, shape: tuple[int, ...],
+            plans: ShardingPlans | None) -> ShardingSolution:  # fmt: skip
+    """``_solve_spec`` memoised on the graph and ``key`` = (inputs, the workload kind, what
+    its ``shard_dims`` reads of the spec and shape): all that the solution depends on."""
+    return _solve_spec(graph, key[0], spec, shape, plans)
+
+
+def _solve_spec(graph: Graph, inputs: _Inputs, spec: Spec, shape: tuple[int, ...],
+                plans: ShardingPlans | None) -> ShardingSolution:  # fmt: skip
+    rate, word, num_tile = inputs.rate, inputs.word, inputs.num_tile
+    kernels = graph.kernels
+    index = graph.index()
 
     shards: dict[tuple[int, Dim], tuple[int, int, int]] = {}  # this solve's, each once
 
     def dims(i: int, d: Dim) -> tuple[int, int, int]:
         if (i, d) not in shards:
-            shards[(i, d)] = shard_dims(spec, i, d, grp.tp, num_tile, shape)
+            shards[(i, d)] = shard_dims(spec, i, d, inputs.tp, num_tile, shape)
         return shards[(i, d)]
 
     def unary(i: int, d: Dim) -> tuple[float, float]:
@@ -208,13 +247,13 @@ def solve_spec_sharding(
         flop = float(sm) * sn * (1 if k.type.name == "SIMD" else 2 * sk)
         t = flop / rate
         if d is Dim.K and k.communication is Collective.NONE:
-            t += r.all_reduce * sm * sn * word
+            t += inputs.all_reduce * sm * sn * word
         return t, float(sm) * sn * word
 
     def edge(e: int, d: Dim, coll: Collective) -> float:
-        src = index[spec.graph.connections[e].src]
+        src = index[graph.connections[e].src]
         sm, _, sn = dims(src, d)
-        ratio = r.all_gather if coll is Collective.ALL_GATHER else r.all_to_all
+        ratio = inputs.all_gather if coll is Collective.ALL_GATHER else inputs.all_to_all
         return ratio * sm * sn * word
 
-    return solve_sharding(spec.graph, unary, edge, plans)
+    return solve_sharding(graph, unary, edge, plans)

@@ -379,6 +379,13 @@ class WorkloadModel(ABC):
         """(sM, sK, sN): per-chip, per-tile dimensions of one kernel."""
         return tiled_shard_dims(kernel, choice, tp, t)
 
+    def shard_dims_inputs(self, spec: Spec, shape: tuple[int, ...]) -> tuple | None:
+        """What ``shard_dims`` reads of ``spec`` and ``shape`` besides the kernel, the
+        choice, TP and T, as a hashable tuple (the key of the sharding memo,
+        ``search.sharding``); None: not stated, nothing is memoised. The shared rule reads
+        nothing else; a kind that overrides ``shard_dims`` states its own."""
+        return () if type(self).shard_dims is WorkloadModel.shard_dims else None
+
     def memory_bytes(self, ctx: Lowering) -> list[float]:
         """Bytes every kernel reads from DRAM per execution and chip (default: its
         ``memory_bytes``, as DFModel's ``memory_size``)."""

@@ -21,7 +21,7 @@ from dfsearch.codes import (
 )
 from dfsearch.cost import training
 from dfsearch.cost.training import recomputed, sequence_split
-from dfsearch.kernels.graph import downstream_layout, relayout, upstream_layout
+from dfsearch.kernels.graph import edge_relayouts as graph_edge_relayouts
 from dfsearch.system.ratios import groups
 from dfsearch.workload_specs import LLMWorkload  # re-exported
 from dfsearch.workloads.base import (
@@ -191,6 +191,10 @@ class LLM(WorkloadModel):
         if spec.training.sequence_parallel and sequence_split(spec, kernel, choice):
             choice = Dim.N
         return tiled_shard_dims(kernel, choice, tp, t)
+
+    def shard_dims_inputs(self, spec: Spec, shape: tuple[int, ...]) -> tuple | None:
+        """``sequence_split`` reads the sequence-parallel flag (and the graph's phases)."""
+        return (spec.training.sequence_parallel,) if type(self).shard_dims is LLM.shard_dims else None
 
     def batch(self, spec: Spec, outer: Outer, groups: Groups) -> Batch:
         wl = spec.workload
@@ -373,7 +377,9 @@ def kernel_collectives(ctx: Lowering) -> list[CollectiveNeed]:
     out = []
     for i, k in enumerate(kernels):
         typ = k.communication
-        if typ is Collective.NONE and ctx.sharding[i] is Dim.K and not skip_ic:
+        if typ is Collective.NONE:
+            if ctx.sharding[i] is not Dim.K or skip_ic:
+                continue  # no collective
             typ = Collective.ALL_REDUCE
         by = ctx.output_bytes(i)
         count = 2.0 if runs[i] else 1.0  # a recomputed kernel's collective runs again too
@@ -393,13 +399,11 @@ def edge_relayouts(ctx: Lowering) -> list[CollectiveNeed]:
     """The collective that re-lays each edge's tensor out between the producer's and the
     consumer's sharding, per tile, over the TP group."""
 
-    kernels, st, sharding = ctx.spec.graph.kernels, ctx.structure, ctx.sharding
+    st = ctx.structure
     out = []
-    for e, (s, d) in enumerate(zip(st.src, st.dst)):
-        up = upstream_layout(sharding[s])
-        down = downstream_layout(kernels[d], st.operand[e], sharding[d])
-        typ = relayout(up, down)
+    for e, typ in enumerate(graph_edge_relayouts(ctx.spec.graph, ctx.sharding)):
         if typ in (Collective.ALL_GATHER, Collective.ALL_TO_ALL):
+            s = st.src[e]
             out.append(CollectiveNeed(typ, ctx.output_bytes(s), Parallelism.TP,
                                       NetworkTerm.EDGE_TILE, e))  # fmt: skip
     return out
