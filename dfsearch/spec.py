@@ -376,6 +376,9 @@ class SearchSettings:
     #: whole models in pipeline stages: stage boundaries may also cut inside a layer
     #: (``cost/stage_cuts.py``); None (unset) is off
     stage_cuts: bool | None = None
+    #: processes that search one point together (``search/speculation.py``): the result is
+    #: the same for every value, only the wall time changes; 1 = this process alone
+    jobs: int = 1
 
 
 # --------------------------------------------------------------------------- spec
