@@ -7,6 +7,8 @@ number of processes; bad values are refused in one line with exit code 2.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,10 @@ from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import load_spec, load_toml_spec, replace_field
 from dfsearch.search import engine
 from dfsearch.search.speculation import Speculation
+from dfsearch.search.strategies import assignment_strategy
+from dfsearch.search.strategies.base import control_array
+from dfsearch.search.warmup import warm_up
+from dfsearch.search.workers import WorkerPool, task_of
 from dfsearch.study.point import point_digest
 
 EXAMPLES = Path(__file__).parent.parent / "dfsearch" / "examples"
@@ -54,6 +60,40 @@ def test_jobs_3_under_a_budget_that_runs_out_gives_the_json_of_jobs_1(tmp_path) 
     assert 0 < one["search"]["solved"] < one["search"]["candidates"]
     three = _run_json(tmp_path, MANY, "--max-evaluations", "2000", "--jobs", "3")
     assert json.dumps(three, sort_keys=True) == json.dumps(one, sort_keys=True)
+
+
+def test_a_worker_loads_the_compiled_code_from_the_disk_cache() -> None:
+    """A worker's answer is this process's answer, and its first outer choice costs it about
+    an import, not a compilation: with the cache written (``warm_up``), its CPU seconds stay
+    far below the ~40 s of compiling every jitted function (``cost/_jit.py``: the cache is
+    keyed on the sources, which the worker shares)."""
+    warm_up()
+    spec = load_spec(MANY)
+    problem = next(iter(_lowered_problems(spec)))
+    pool = WorkerPool(1)
+    try:
+        assert pool.submit(0, task_of(0, problem, "auto", 0, float("inf"), 1e9))
+        done, died = [], []
+        while not done and not died:
+            done, died = pool.collect(1.0)
+    finally:
+        pool.close()
+    assert done and not died
+    here = assignment_strategy("auto").assign(problem, seed=0, control=control_array(max_evaluations=1e9))
+    assert done[0].assignment == here and here.evaluations > 0  # the same answer as here
+    assert done[0].cpu_s < 12.0, f"the worker used {done[0].cpu_s:.1f} CPU s: did it compile?"
+
+
+def _lowered_problems(spec):
+    from dfsearch.cost.lower import Outer, lower
+    from dfsearch.search import outer
+
+    shape = outer.shapes(spec)[0]
+    place = outer.placements(spec, shape)[0]
+    t = outer.tile_counts(spec)[0]
+    sharding = engine.outer_sharding(spec, shape, t, place)
+    mbs = outer.micro_batch_sizes(spec, shape, place)[0]
+    yield lower(spec, Outer(shape, sharding, mbs, t, 4, place))
 
 
 def test_workers_answer_the_outer_choices(monkeypatch) -> None:
@@ -102,3 +142,38 @@ def test_search_jobs_is_written_back_and_leaves_study_digests_alone() -> None:
     assert "jobs = 2" in spec_to_toml(two) and "jobs" not in spec_to_toml(spec)
     assert load_toml_spec(spec_to_toml(two), file="t", base_dir=Path(".")).search.jobs == 2
     assert point_digest(two, 0) == point_digest(spec, 0)  # it changes no result
+
+
+CTRL_C_AT_SOLVE = """
+import os, signal, sys
+import dfsearch.search.engine as engine
+solve, calls = engine._solve, []
+def solve_then_ctrl_c(*args):
+    calls.append(1)
+    if len(calls) == {n}:
+        os.killpg(os.getpgid(0), signal.SIGINT)  # Ctrl-C at a terminal: the whole group
+    return solve(*args)
+engine._solve = solve_then_ctrl_c
+from dfsearch.cli import main
+sys.argv = ["dfsearch", "run", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_workers_reports_interrupted_and_exits_130(tmp_path) -> None:
+    """A Ctrl-C sent to the process group while workers solve ahead: the search stops, the
+    best mapping so far is reported as interrupted, exit 130, and no worker prints a
+    traceback (they ignore Ctrl-C; the search's process stops them)."""
+    js = tmp_path / "o.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", CTRL_C_AT_SOLVE.format(n=4), str(MANY), "--quiet", "--jobs", "2",
+         "--json", str(js)],
+        capture_output=True, text=True, timeout=300, start_new_session=True,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 130, out[-2000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    data = json.loads(js.read_text())
+    assert data["status"] == "interrupted"
+    assert data["search"]["solved"] < data["search"]["candidates"]

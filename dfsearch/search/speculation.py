@@ -63,6 +63,8 @@ class AheadState(Protocol):
 
     def must_stop(self) -> bool: ...
 
+    def tick(self) -> None: ...
+
 
 @dataclass
 class Speculation:
@@ -105,6 +107,7 @@ class Speculation:
             if here not in self.running or state.must_stop():
                 return None  # no worker has it (all died): solved by the caller
             self._collect()
+            state.tick()  # a progress display may redraw while the search waits
         d = self.done.pop(here)
         a = d.assignment
         if d.allowance == allowance or (not a.stopped and a.evaluations < allowance):

@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING
@@ -91,7 +93,7 @@ def _solve(task: Task) -> Done:
 
 def _serve(conn: Connection) -> None:
     """A worker's loop: solve tasks until ``None`` or the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since it started)
     while True:
         try:
             task = conn.recv()
@@ -102,6 +104,21 @@ def _serve(conn: Connection) -> None:
         conn.send(_solve(task))
 
 
+@contextlib.contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """Ctrl-C ignored while workers start: an ignored signal stays ignored across ``exec``
+    and Python then installs no handler of its own, so a Ctrl-C at the terminal (sent to
+    every process of the group) never interrupts a worker, not even while it imports."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
 class WorkerPool:
     """``size`` worker processes, each with its own pipe (mutable, private to one search)."""
 
@@ -109,13 +126,15 @@ class WorkerPool:
         ctx = multiprocessing.get_context("spawn")
         self._procs = []
         self._conns: list[Connection] = []
-        for _ in range(size):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="dfsearch-worker")
-            proc.start()
-            child.close()
-            self._procs.append(proc)
-            self._conns.append(parent)
+        with _ctrl_c_ignored():
+            for _ in range(size):
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=_serve, args=(child,), daemon=True,
+                                   name="dfsearch-worker")  # fmt: skip
+                proc.start()
+                child.close()
+                self._procs.append(proc)
+                self._conns.append(parent)
         self.busy: list[bool] = [False] * size
         self.alive: list[bool] = [True] * size
         self.cpu_s: list[float] = [0.0] * size  #: each worker's last reported CPU seconds
