@@ -28,6 +28,10 @@ wall-clock ``time_limit_s`` are safety stops: when one fires, the result says so
 (``RunStatus.STOPPED_BY_LIMIT``); Ctrl-C returns the best mapping so far
 (``RunStatus.INTERRUPTED``). ``joint_sharding`` then tries sharding choices that are not
 byte-minimal on the best outer choice.
+
+With ``search.jobs`` > 1 the enumeration's next outer choices are solved ahead in worker
+processes (``search/speculation.py``); an answer is used only where this search would have
+computed the same one, so the result does not depend on the number of processes.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from dfsearch.search.strategies.base import (
     Pair,
     Progress,
     SearchProgress,
+    stop_requested,
 )
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
@@ -209,8 +214,7 @@ class SearchState:
 
     def must_stop(self) -> bool:
         """The stop flag (Ctrl-C) is set or the deadline has passed."""
-        return bool(self.control[Control.FLAG] != 0.0
-                    or time.perf_counter() > self.control[Control.DEADLINE])  # fmt: skip
+        return stop_requested(self.control)
 
     def gap_reached(self, frontier: float) -> bool:
         gap = self.spec.search.gap
@@ -454,11 +458,11 @@ def _solve(st: SearchState, p: Pair, c: int) -> float:
     spec = st.spec
     mbs = p.micro_batch_size
     problem = _lowered(st, _outer(p, c))
-    st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
+    left = st.max_evaluations - st.evaluations
+    st.control[Control.MAX_EVALS] = left
     tick = st.tick if st.progress is not None else None
-    a = None if st.speculation is None else st.speculation.take(
-        p, c, st.max_evaluations - st.evaluations, st)  # fmt: skip
-    if a is None:
+    a = None if st.speculation is None else st.speculation.take(p, c, left, st)
+    if a is None:  # on one core, or an answer computed ahead that this search would not have
         a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
