@@ -98,20 +98,27 @@ def _lowered_problems(spec):
 
 def test_workers_answer_the_outer_choices(monkeypatch) -> None:
     """With search.jobs = 2 the answers come from the workers (not the search's own
-    process), and the result is still the one-core result."""
-    taken = []
-    take = Speculation.take
+    process), two outer choices are in flight at once, and the result is still the one-core
+    result."""
+    taken, in_flight = [], []
+    take, fill = Speculation.take, Speculation._fill
 
     def counting(self, pair, c, allowance, state):
         a = take(self, pair, c, allowance, state)
         taken.append(a is not None)
         return a
 
+    def filling(self, here, allowance, state):
+        fill(self, here, allowance, state)
+        in_flight.append(len(self.running))
+
     spec = load_spec(MANY)
     one = engine.search(spec)
     monkeypatch.setattr(Speculation, "take", counting)
+    monkeypatch.setattr(Speculation, "_fill", filling)
     two = engine.search(replace(spec, search=replace(spec.search, jobs=2)))
     assert len(taken) == one.search.solved and all(taken)
+    assert max(in_flight) == 2  # both workers had an outer choice at once
     assert two.evaluation == one.evaluation
     assert replace(two.search, seconds=0.0) == replace(one.search, seconds=0.0)
 
