@@ -41,7 +41,7 @@ from dfsearch.spec import Graph
 from dfsearch.study import about, commands, html_report, plots
 from dfsearch.study.pareto import pareto_front, parse_objectives
 from dfsearch.study.study import load_study
-from dfsearch.validate import quote_list, seed_issue, strategy_issue
+from dfsearch.validate import RANGES, quote_list, seed_issue, strategy_issue
 
 __all__ = ["app", "main"]
 
@@ -196,12 +196,17 @@ def _check_args(
     seed: int | None = None,
     strategies: dict[str, str | None] | None = None,
     gap: float | None = None,
+    jobs: str | None = None,
 ) -> None:
     """Exit 2 at once on arguments that would only fail after the work is done: an output
     (option name -> path; '-' is stdout) in a missing or read-only folder, on a folder, on an
     input file or on another output; a seed numpy and optuna reject; a strategy name
-    (search.strategy / search.assignment -> value) that is not registered."""
+    (search.strategy / search.assignment -> value) that is not registered; a process count
+    (``--jobs``) that is not a whole number in ``search.jobs``'s range."""
     problems = []
+    if jobs is not None and _jobs_number(jobs) is None:
+        hi = int(RANGES["search.jobs"].hi)
+        problems.append(f"--jobs {jobs}: must be a whole number of processes from 1 to {hi}.")
     if seed is not None and (issue := seed_issue("--seed", seed)) is not None:
         problems.append(issue.render())
     if gap is not None and not 0 <= gap < 1:
@@ -221,6 +226,15 @@ def _check_args(
     if problems:
         typer.echo("\n".join(problems), err=True)
         raise typer.Exit(2)
+
+
+def _jobs_number(text: str) -> int | None:
+    """``--jobs`` as a process count within ``search.jobs``'s range, else None."""
+    try:
+        n = int(text.strip())
+    except ValueError:
+        return None
+    return n if RANGES["search.jobs"].lo <= n <= RANGES["search.jobs"].hi else None
 
 
 def _output_problem(out: Path, inputs: list[Path], others: list[Path]) -> str | None:
@@ -282,6 +296,12 @@ EquationsOpt = Annotated[
 ]
 
 
+JobsOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--jobs", "-j", metavar="N", help="Processes that search the point together (default: the spec's search.jobs, 1). The result is the same for every N, bit for bit; only the wall time changes. Outer choices are solved ahead in N worker processes (each loads the compiled code from the disk cache); work done ahead on choices the search then prunes is thrown away."),
+]
+
+
 def _equations(name: str | None) -> Any:
     """The ``Equations`` member named by --equations (None when left out); exit 2 on an
     unknown name."""
@@ -340,6 +360,7 @@ def run(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     equations: EquationsOpt = None,
+    jobs: JobsOpt = None,
 ) -> None:
     """Search the best mapping and report it. With no SPEC: the README GPT-3 1T example.
 
@@ -364,12 +385,12 @@ def run(
 
     path = spec or _builtin()
     _check_args(inputs=(path,), outputs={"--json": json_out, "--mapping-out": mapping_out}, seed=seed,
-                strategies={"strategy": strategy, "assignment": assignment}, gap=gap)  # fmt: skip
+                strategies={"strategy": strategy, "assignment": assignment}, gap=gap, jobs=jobs)  # fmt: skip
     eq = _equations(equations)
     progress = _progress(not quiet and sys.stderr.isatty() and json_out != "-")
     try:
         s = load_spec(path, equations=eq)
-        for field, name in (("strategy", strategy), ("assignment", assignment), ("gap", gap)):
+        for field, name in (("strategy", strategy), ("assignment", assignment), ("gap", gap), ("jobs", _jobs_number(jobs or ""))):  # a count; None when not given
             if name is not None:
                 s = replace_field(s, f"search.{field}", name)
         with _compile_notice(not quiet, progress):

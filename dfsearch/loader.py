@@ -261,6 +261,8 @@ def spec_to_data(value: Any) -> Any:
             out[f.name] = "auto" if auto else spec_to_data(v)
         if isinstance(value, Training):
             _training_data(value, out)
+        if isinstance(value, SearchSettings) and value.jobs == 1:
+            del out["jobs"]  # as a file without it (study digests keep); it changes no result
         if isinstance(value, Spec):
             out["graph"] = {k: v for k, v in out["graph"].items() if v != []}
             if value.execution.model is codes.ExecutionModel.REALISTIC:  # left out = searched

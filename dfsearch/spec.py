@@ -359,7 +359,8 @@ class SearchSettings:
     solved ("auto" = the default composition). ``latency_bound_ms`` (0 = none): a serving
     mapping whose step latency (TTFT or TPOT) exceeds it is infeasible. ``gap``
     (0 <= gap < 1): stop at a proven relative gap; it depends on the bound and the incumbent
-    only, so the result stays a function of (spec, seed)."""
+    only, so the result stays a function of (spec, seed). ``jobs``: processes that search
+    together, which change the wall time only."""
 
     seed: int = 0
     objective: ObjectiveKind = ObjectiveKind.TIME
@@ -376,6 +377,9 @@ class SearchSettings:
     #: whole models in pipeline stages: stage boundaries may also cut inside a layer
     #: (``cost/stage_cuts.py``); None (unset) is off
     stage_cuts: bool | None = None
+    #: processes that search one point together (``search/speculation.py``): the result is
+    #: the same for every value, only the wall time changes; 1 = this process alone
+    jobs: int = 1
 
 
 # --------------------------------------------------------------------------- spec

@@ -158,6 +158,7 @@ RANGES: dict[str, Range] = {
     # search
     "search.max_evaluations": Range(1, 2**62, "evaluations"),
     "search.latency_bound_ms": Range(0, 1e12, "ms"),
+    "search.jobs": Range(1, 256, "processes"),
     "training.grad_bytes": Range(0, 64, "bytes per parameter"),
     "training.optimizer_bytes": Range(0, 64, "bytes per parameter"),
     "training.interleave": Range(1, 1024, "virtual stages per device"),
@@ -475,6 +476,8 @@ def validate_parts(
         s.gt("search.max_evaluations", search.max_evaluations)
         _within(s, "search.max_evaluations", search.max_evaluations)
         s.ge("search.latency_bound_ms", search.latency_bound_ms)
+        s.gt("search.jobs", search.jobs)
+        _within(s, "search.jobs", search.jobs)
         if not 0 <= search.gap < 1:
             s.add("search.gap", f"must be >= 0 and < 1 (a relative gap: 0.01 = 1 %). Got {show(search.gap)} instead.")
         _within(s, "search.latency_bound_ms", search.latency_bound_ms)

@@ -28,6 +28,10 @@ wall-clock ``time_limit_s`` are safety stops: when one fires, the result says so
 (``RunStatus.STOPPED_BY_LIMIT``); Ctrl-C returns the best mapping so far
 (``RunStatus.INTERRUPTED``). ``joint_sharding`` then tries sharding choices that are not
 byte-minimal on the best outer choice.
+
+With ``search.jobs`` > 1 the enumeration's next outer choices are solved ahead in worker
+processes (``search/speculation.py``); an answer is used only where this search would have
+computed the same one, so the result does not depend on the number of processes.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from dfsearch.search.assign import lone_misfits
 from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.sharding_plan import ShardingPlans
+from dfsearch.search.speculation import Speculation, runs_ahead
 from dfsearch.search.strategies import assignment_strategy, outer_strategy
 from dfsearch.search.strategies.base import (
     AssignmentStrategy,
@@ -61,6 +66,7 @@ from dfsearch.search.strategies.base import (
     Pair,
     Progress,
     SearchProgress,
+    stop_requested,
 )
 from dfsearch.search.warmup import warm_up
 from dfsearch.spec import Spec
@@ -121,6 +127,8 @@ class SearchState:
     progress: Progress | None = None  #: the caller's progress callback (display only)
     total: int = 0  #: outer choices in the space
     last_progress: SearchProgress | None = None  #: the last record sent
+    #: the workers solving outer choices ahead (``search.jobs`` > 1), else None
+    speculation: Speculation | None = None
 
     def relay(self, p: SearchProgress) -> None:
         """Send a progress record (what outer strategies call) and keep it for ``tick``."""
@@ -194,6 +202,20 @@ class SearchState:
     def progress_record(self, done: int, total: int, frontier: float = math.inf) -> SearchProgress:
         return _progress_record(self, done, total, frontier)
 
+    def lookahead(self, order: list[tuple[Pair, int]]) -> None:
+        """The (pair, configuration count) the strategy will visit, in its order: with
+        ``search.jobs`` > 1 workers solve them ahead (``search/speculation.py``)."""
+        if self.speculation is not None:
+            self.speculation.plan(order)
+
+    def problem_for(self, pair: Pair, c: int) -> Problem:
+        """The lowered problem of an outer choice (what ``solve`` assigns)."""
+        return _lowered(self, _outer(pair, c))
+
+    def must_stop(self) -> bool:
+        """The stop flag (Ctrl-C) is set or the deadline has passed."""
+        return stop_requested(self.control)
+
     def gap_reached(self, frontier: float) -> bool:
         gap = self.spec.search.gap
         if gap <= 0 or self.best is None:
@@ -253,9 +275,12 @@ def search(
     if limit:
         control[Control.DEADLINE] = t0 + limit
     st = SearchState(spec, seed, budget, control, objective_of(spec), assignment, progress=progress)
+    if runs_ahead(spec.search.jobs, assignment.name):
+        st.speculation = Speculation(spec.search.jobs, assignment.name, seed,
+                                     float(control[Control.DEADLINE]))  # fmt: skip
     method = outer.name
     total = 0
-    with _ctrl_c_sets_flag(control):
+    with _ctrl_c_sets_flag(control), _closing(st.speculation):
         try:
             space = OuterSpace(tuple(_pair_space(spec, pinned)), tuple(_config_counts(spec)),
                                bound_limit=BOUND_LIMIT, trials=OPTUNA_TRIALS)  # fmt: skip
@@ -287,6 +312,16 @@ def _ctrl_c_sets_flag(control: np.ndarray) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _closing(speculation: Speculation | None) -> Iterator[None]:
+    """Stop the workers when the search ends, however it ends."""
+    try:
+        yield
+    finally:
+        if speculation is not None:
+            speculation.close()
 
 
 # --------------------------------------------------------------------------- outer space
@@ -413,15 +448,22 @@ def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
     return None
 
 
+def _outer(p: Pair, c: int) -> Outer:
+    """The outer choice of a pair with ``c`` configurations."""
+    return Outer(p.shape, p.sharding, p.micro_batch_size, p.num_tile, c, p.placement)
+
+
 def _solve(st: SearchState, p: Pair, c: int) -> float:
     """Solve one outer choice; update the incumbent, the open bound and the violations."""
     spec = st.spec
     mbs = p.micro_batch_size
-    outer = Outer(p.shape, p.sharding, mbs, p.num_tile, c, p.placement)
-    problem = _lowered(st, outer)
-    st.control[Control.MAX_EVALS] = st.max_evaluations - st.evaluations
+    problem = _lowered(st, _outer(p, c))
+    left = st.max_evaluations - st.evaluations
+    st.control[Control.MAX_EVALS] = left
     tick = st.tick if st.progress is not None else None
-    a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)
+    a = None if st.speculation is None else st.speculation.take(p, c, left, st)
+    if a is None:  # on one core, or an answer computed ahead that this search would not have
+        a = st.assignment.assign(problem, seed=st.seed, control=st.control, tick=tick)
     st.evaluations += a.evaluations
     for name, amount in a.violations.items():
         st.note_violation(Violation.of(spec, name, amount, p.shape, p.num_tile, c), p.placement)

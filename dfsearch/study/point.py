@@ -40,11 +40,12 @@ class Task:
 
 
 def point_digest(spec: Spec, seed: int, serve: ServePoint | None = None) -> str:
-    """A short digest of a point's spec (every field, the graph too), seed and, for a
-    serving-capacity point, its ``[serve]`` table: the SHA-256 of ``[spec_to_data(spec), seed]``
-    (+ the table) as sorted JSON, with the graph's data computed once per graph object (the
-    points of a study share their generated graph)."""
+    """A short digest of a point's spec (every field but ``search.jobs``, the graph too), seed
+    and, for a serving-capacity point, its ``[serve]`` table: the SHA-256 of
+    ``[spec_to_data(spec), seed]`` (+ the table) as sorted JSON, with the graph's data computed
+    once per graph object (the points of a study share their generated graph)."""
     data = spec_to_data(replace(spec, graph=_NO_GRAPH))
+    data["search"].pop("jobs", None)  # the processes a point's search uses change no result
     data["graph"] = _GRAPH_MARK
     parts = [data, seed] + ([serve.data["serve"]] if serve is not None else [])
     text = json.dumps(parts, sort_keys=True, default=str)

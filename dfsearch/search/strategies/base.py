@@ -188,6 +188,12 @@ class OuterState(Protocol):
         the objective of the choices not yet solved (inf: none left or none known)."""
         ...
 
+    def lookahead(self, order: list[tuple[Pair, int]]) -> None:
+        """The (pair, configuration count) the strategy will visit, in its order (each
+        then solved or pruned, up to where it stops): the engine may solve them ahead on
+        other cores (``search.jobs``); what it returns never changes."""
+        ...
+
     def gap_reached(self, frontier: float) -> bool:
         """True (and ``stop`` says "gap") once the incumbent is within ``search.gap`` of the
         lower bound min(``open_bound``, ``frontier``) (never when ``search.gap`` is 0)."""

@@ -45,6 +45,7 @@ class BestFirst:
                 continue
             for j, c in enumerate(space.counts):  # larger counts first at equal bounds
                 heapq.heappush(heap, (p.bound, i, j, c))
+        state.lookahead([(bounded[i], c) for _, i, _, c in sorted(heap)])  # the pop order
         while heap:
             lb, i, j, c = heap[0]
             if lb >= state.best_value():
