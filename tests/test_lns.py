@@ -49,13 +49,16 @@ def _sum_ii(problem, config) -> float:
 
 def test_default_maps_when_the_exact_search_spends_the_budget() -> None:
     """dlrm-mlp8-cycle-memory-c8: A* alone spends a 100,000-evaluation budget without a
-    mapping; the share it leaves to the order DP maps the graph."""
+    mapping; the half it leaves maps the graph (order DP) and the neighbourhood search
+    brings it within 0.5 % of the optimum the records prove (A* needs 225,042 evaluations
+    to prove it)."""
     p, rec = _instance("dlrm-mlp8-cycle-memory-c8")
+    assert rec["proven"]
     a = assignment_strategy("auto").assign(p, seed=0, control=control_array(max_evaluations=100_000))
     assert a.config is not None
     assert a.value_ns == pytest.approx(_sum_ii(p, a.config), rel=1e-9)
-    assert a.value_ns >= rec["best_bound_ns"] * (1 - 1e-9)
-    assert not a.exhaustive
+    assert rec["best_bound_ns"] * (1 - 1e-9) <= a.value_ns <= rec["best_value_ns"] * 1.005
+    assert not a.exhaustive and a.evaluations <= 100_000 * 1.01
 
 
 @pytest.mark.parametrize("name", ["order-dp", "anneal", "cp-sat"])

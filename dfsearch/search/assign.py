@@ -162,7 +162,10 @@ def assign_configs(
     if best is None:
         proven = all(b == math.inf for b in regime_bounds)
         return Assignment(None, math.inf, method, proven, total_evals, viol, lb, stopped)
-    if method == "auto" and n >= LNS_KERNELS and not stopped and lb < best.value_ns * (1 - 1e-12):
+    # the neighbourhood search: on wide graphs, and where A* ran out of its share of the
+    # budget (the only way "auto" answers with the order DP alone on a graph it may search)
+    wide = n >= LNS_KERNELS or best.method == "order-dp"
+    if method == "auto" and wide and not stopped and lb < best.value_ns * (1 - 1e-12):
         best, used, stopped = _neighbourhoods(problem, best, allowed, control, seed, total_evals)
         total_evals += used
     # proven optimal: by the exact search, or by a lower bound that meets the answer
@@ -212,10 +215,13 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
             value = _dp.ideal_search(*search_args, 1, assign, stats, control)
         finally:
             control[Control.MAX_EVALS] += reserve
-        if reserve > 0 and stats[Stat.STOPPED] > 0 and not _dp.must_stop(stats, control):
-            # A* spent its share of the budget: the reserve maps the graph (order DP)
+        cut = reserve > 0 and stats[Stat.STOPPED] > 0 and not _dp.must_stop(stats, control)
+        if cut:  # A* spent its share of the budget: the order DP maps the graph, the
+            # large-neighbourhood search (``assign_configs``) improves it with the rest
             stats[Stat.STOPPED] = 0.0
             value, assign = _order(problem, topo, allowed, bw, live_cap, stats, control)
+            bound = max(graph_bound_ns(problem, bw, allowed), 0.0)
+            return value, assign, "order-dp", False, min(bound, value)
         exhaustive = stats[Stat.OVERFLOW] == 0
         if value == math.inf and exhaustive:
             _violations_unpruned(problem, search_args, stats, control)
@@ -266,15 +272,15 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
 
 
 def _incumbent_reserve(problem: Problem, control: np.ndarray) -> float:
-    """Evaluations the exact search leaves for the contiguous-order DP under a finite work
-    budget, so that running out of budget in A* still returns a mapping: at most the order
-    DP's evaluations on this graph (twice: with its relaxed re-run), at most half the
-    allowance; 0 without a budget."""
+    """Evaluations the exact search leaves under a finite work budget, so that running out
+    of budget in A* still returns a good mapping: what the contiguous-order DP may spend on
+    this graph (twice: with its relaxed re-run) plus the large-neighbourhood search's
+    budget, at most half the allowance; 0 without a budget."""
     allowance = float(control[Control.MAX_EVALS])
     if not math.isfinite(allowance):
         return 0.0
     n, nc = problem.num_kernels, problem.num_config
-    return float(min(nc * (n + 1) * (n + 2), allowance // 2))
+    return float(min(nc * (n + 1) * (n + 2) + LNS_EVALS_PER_KERNEL * n, allowance // 2))
 
 
 def _keep_violations(viol: dict[str, float], stats: np.ndarray) -> None:

@@ -39,8 +39,10 @@ __all__ = ["Improved", "improve", "WINDOW_KERNELS"]
 WINDOW_KERNELS = 24
 #: configurations per window at most
 WINDOW_CONFIGS = 6
-#: states of the exact search per window
+#: states of the exact search per window, and the evaluations it may spend (beyond: the
+#: window keeps its assignment, the next one is tried)
 WINDOW_STATES = 20_000
+WINDOW_EVALS = 50_000
 #: sweeps over the configurations at most
 SWEEPS = 3
 #: a new assignment is kept when its final time is below the incumbent's by this (relative)
@@ -91,12 +93,15 @@ def improve(problem: Problem, config: tuple[int, ...], allowed: np.ndarray, bw: 
                     cfg, best, gained = new, float(finals[0]), True
                     accepted += 1
             if halt:  # the budget is spent, or the deadline or the stop flag came
-                stopped = bool(control[Control.FLAG] != 0.0
-                               or time.perf_counter() > control[Control.DEADLINE])  # fmt: skip
-                return _result(ev, cfg, used, windows, accepted, stopped)
+                return _result(ev, cfg, used, windows, accepted, _clock_or_flag(control))
         if not gained:
             break
     return _result(ev, cfg, used, windows, accepted, False)
+
+
+def _clock_or_flag(control: np.ndarray) -> bool:
+    """The control array's stop flag is set or its deadline has passed."""
+    return bool(control[Control.FLAG] != 0.0 or time.perf_counter() > control[Control.DEADLINE])
 
 
 def _result(ev: Evaluator, cfg: np.ndarray, used: int, windows: int, accepted: int,
@@ -142,7 +147,7 @@ def _solve_window(problem, cfg, members, c0, c1, allowed, bw, live_cap, control,
     stats = new_stats()
     assign = np.full(len(members), -1, np.int64)
     saved = float(control[Control.MAX_EVALS])
-    control[Control.MAX_EVALS] = min(saved, left)
+    control[Control.MAX_EVALS] = min(saved, left, WINDOW_EVALS)
     try:
         value = _dp.ideal_search(sub.kernels, sub.edges, sub.constants, preds, succs, topo, am,
                                  must, sub_allowed, bw, live_cap, WINDOW_STATES, 1, assign, stats,
@@ -150,7 +155,8 @@ def _solve_window(problem, cfg, members, c0, c1, allowed, bw, live_cap, control,
     finally:
         control[Control.MAX_EVALS] = saved
     spent = int(stats[Stat.EVALS])
-    halt = bool(stats[Stat.STOPPED] > 0)
+    # stopped by the budget, the deadline or the flag; not by the window's own share
+    halt = bool(stats[Stat.STOPPED] > 0) and (spent >= min(saved, left) or _clock_or_flag(control))
     if not math.isfinite(value) or (assign < 0).any():
         return None, spent, halt
     new = cfg.copy()
