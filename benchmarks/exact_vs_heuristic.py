@@ -166,15 +166,27 @@ def _feasible(p: Problem) -> bool:
     return assign_configs(p, method="order-dp", anneal_iterations=0).config is not None
 
 
-def _min_feasible(p: Problem, which: str, hi: float) -> float:
+#: the smallest capacity the bisection tries: a mapping that fits it does not depend on it
+_FLOOR_BYTES = 1.0
+#: bisection steps at most (each halves the interval, or its logarithm)
+_MAX_STEPS = 200
+
+
+def _min_feasible(p: Problem, which: str, hi: float) -> float | None:
     """Smallest SRAM or DRAM capacity (to 2 %) at which the contiguous-order DP finds a
     mapping: a reproducible reference for "tight" capacities (the true minimum can be lower:
-    non-contiguous assignments)."""
-    lo = 0.0
+    non-contiguous assignments). inf when nothing fits ``hi``; None when a mapping fits even
+    ``_FLOOR_BYTES`` (the capacity is not checked, e.g. the SRAM of HPL and FFT: nothing to
+    tighten)."""
+    lo = _FLOOR_BYTES
     if not _feasible(_with_caps(p, **{which: hi})):
         return math.inf
-    while hi - lo > 0.02 * hi:
-        mid = math.sqrt(max(lo, 1.0) * hi) if hi > 1e3 * max(lo, 1.0) else (lo + hi) / 2
+    if _feasible(_with_caps(p, **{which: lo})):
+        return None
+    for _ in range(_MAX_STEPS):
+        if hi - lo <= 0.02 * hi:
+            break
+        mid = math.sqrt(lo * hi) if hi > 1e3 * lo else (lo + hi) / 2
         if _feasible(_with_caps(p, **{which: mid})):
             hi = mid
         else:
@@ -183,17 +195,24 @@ def _min_feasible(p: Problem, which: str, hi: float) -> float:
 
 
 def _tighten(p: Problem, sram: float | None, dram: float | None) -> tuple[Problem, str]:
-    """Capacities as multiples of a reference capacity (``_min_feasible``; None = unlimited)."""
+    """Capacities as multiples of a reference capacity (``_min_feasible``; None = unlimited);
+    a capacity that does not bind is left as it is (noted "unchecked")."""
     notes = []
     if sram is not None:
         lo = _min_feasible(p, "sram", 1e13)
-        p = _with_caps(p, sram=math.floor(lo * sram))
-        notes.append(f"SRAM x{sram:g}")
+        if lo is None:
+            notes.append("SRAM unchecked")
+        else:
+            p = _with_caps(p, sram=math.floor(lo * sram))
+            notes.append(f"SRAM x{sram:g}")
     if dram is not None:
         hi = 1e16
         lo = _min_feasible(_with_caps(p, dram=hi), "dram", hi)
-        p = _with_caps(p, dram=math.floor(lo * dram))
-        notes.append(f"DRAM x{dram:g}")
+        if lo is None:
+            notes.append("DRAM unchecked")
+        else:
+            p = _with_caps(p, dram=math.floor(lo * dram))
+            notes.append(f"DRAM x{dram:g}")
     return p, ", ".join(notes) or "loose"
 
 

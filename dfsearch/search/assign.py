@@ -23,7 +23,7 @@ import numpy as np
 
 from dfsearch.codes import Status
 from dfsearch.cost.evaluate import set_cost
-from dfsearch.cost.layout import NUM_SET, SetSlot, Stat, new_stats, no_control
+from dfsearch.cost.layout import NUM_SET, Control, SetSlot, Stat, new_stats, no_control
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
@@ -35,6 +35,7 @@ from dfsearch.search.graph_bound import (
     sram_excess_by_count,
 )
 from dfsearch.search.layered import composed_order, layer_of, layered_split, repeated_layer
+from dfsearch.search.lns import improve
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -46,6 +47,10 @@ MAX_STATES = 200_000
 #: larger graphs, and stacked layers, skip the contiguous-order DP and annealing (time ~
 #: n^4) for the layered split alone (``search/layered.py``)
 MAX_ANNEAL_KERNELS = 128
+#: graphs from this many kernels get the large-neighbourhood search after their first
+#: unproven answer in "auto" (``search/lns.py``), with this many evaluations per kernel
+LNS_KERNELS = MAX_IDEAL_KERNELS + 1
+LNS_EVALS_PER_KERNEL = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +162,30 @@ def assign_configs(
     if best is None:
         proven = all(b == math.inf for b in regime_bounds)
         return Assignment(None, math.inf, method, proven, total_evals, viol, lb, stopped)
+    # the neighbourhood search: on wide graphs, and where A* ran out of its share of the
+    # budget (the only way "auto" answers with the order DP alone on a graph it may search)
+    wide = n >= LNS_KERNELS or best.method == "order-dp"
+    if method == "auto" and wide and not stopped and lb < best.value_ns * (1 - 1e-12):
+        best, used, stopped = _neighbourhoods(problem, best, allowed, control, seed, total_evals)
+        total_evals += used
     # proven optimal: by the exact search, or by a lower bound that meets the answer
     exhaustive = lb >= best.value_ns * (1 - 1e-12)
     return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
                       min(lb, best.value_ns), stopped)  # fmt: skip
+
+
+def _neighbourhoods(problem, best, allowed, control, seed, spent):
+    """The large-neighbourhood search (``search/lns.py``) from ``best`` within
+    ``LNS_EVALS_PER_KERNEL`` evaluations per kernel and what the work budget has left after
+    ``spent``. Returns (the better assignment, evaluations, stopped)."""
+    budget = min(LNS_EVALS_PER_KERNEL * problem.num_kernels, float(control[Control.MAX_EVALS]) - spent)
+    if budget <= 0:
+        return best, 0, False
+    bw, live_cap = _regimes(problem)[0]
+    r = improve(problem, best.config, allowed, bw, live_cap, control, seed=seed, budget=budget)
+    if r.accepted and r.value_ns < best.value_ns:
+        best = Assignment(r.config, r.value_ns, f"{best.method}+lns", False, 0, {})
+    return best, r.evaluations, r.stopped
 
 
 def _no_tick() -> None:
@@ -184,7 +209,19 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
             problem.kernels, problem.edges, problem.constants, preds, succs, topo, am, must,
             allowed, bw, live_cap, max_states,
         )  # fmt: skip
-        value = _dp.ideal_search(*search_args, 1, assign, stats, control)
+        reserve = _incumbent_reserve(problem, control) if method == "auto" else 0.0
+        control[Control.MAX_EVALS] -= reserve  # A* leaves the reserve to the order DP
+        try:
+            value = _dp.ideal_search(*search_args, 1, assign, stats, control)
+        finally:
+            control[Control.MAX_EVALS] += reserve
+        cut = reserve > 0 and stats[Stat.STOPPED] > 0 and not _dp.must_stop(stats, control)
+        if cut:  # A* spent its share of the budget: the order DP maps the graph, the
+            # large-neighbourhood search (``assign_configs``) improves it with the rest
+            stats[Stat.STOPPED] = 0.0
+            value, assign = _order(problem, topo, allowed, bw, live_cap, stats, control)
+            bound = max(graph_bound_ns(problem, bw, allowed), 0.0)
+            return value, assign, "order-dp", False, min(bound, value)
         exhaustive = stats[Stat.OVERFLOW] == 0
         if value == math.inf and exhaustive:
             _violations_unpruned(problem, search_args, stats, control)
@@ -232,6 +269,18 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
         if value5 < value:  # the one-layer mapping repeated beats the split
             value, assign, used = value5, assign5, "repeated-layer"
     return value, assign, used, False, bound
+
+
+def _incumbent_reserve(problem: Problem, control: np.ndarray) -> float:
+    """Evaluations the exact search leaves under a finite work budget, so that running out
+    of budget in A* still returns a good mapping: what the contiguous-order DP may spend on
+    this graph (twice: with its relaxed re-run) plus the large-neighbourhood search's
+    budget, at most half the allowance; 0 without a budget."""
+    allowance = float(control[Control.MAX_EVALS])
+    if not math.isfinite(allowance):
+        return 0.0
+    n, nc = problem.num_kernels, problem.num_config
+    return float(min(nc * (n + 1) * (n + 2) + LNS_EVALS_PER_KERNEL * n, allowance // 2))
 
 
 def _keep_violations(viol: dict[str, float], stats: np.ndarray) -> None:
@@ -294,6 +343,11 @@ def _take_relaxed(problem, value, assign, relaxed_value, relaxed_assign):
 
 
 def _order(problem, order, allowed, bw, live_cap, stats, control):
+    """The contiguous-order DP on ``order`` (relaxed re-run when it may have hidden a better
+    split); above ``MAX_ANNEAL_KERNELS`` kernels (its evaluations grow as configurations x
+    n^2) the linear window DP's split of the same order (``_split``)."""
+    if problem.num_kernels > MAX_ANNEAL_KERNELS:
+        return _split(problem, order, allowed, bw, live_cap, stats, control)
     st = _fresh_stats(stats)
     assign = np.full(problem.num_kernels, -1, dtype=np.int64)
     p = problem
@@ -319,22 +373,30 @@ def _layered(problem, topo, allowed, bw, live_cap, stats, control, tick=_no_tick
     for order in (composed_order(problem, topo, control, stats, assign=assign_configs), topo):
         if stacked and best_assign is not None:
             break  # stacked layers: the default order only when the composed one fails
-        st = _fresh_stats(stats)
         tick()
-        value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control, tick)
-        if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:
-            st2 = _fresh_stats(stats)
-            relaxed, tmp = layered_split(problem, order, allowed, bw, live_cap, 1, st2, control, tick)
-            st[Stat.EVALS] += st2[Stat.EVALS]
-            st[Stat.STOPPED] = max(st[Stat.STOPPED], st2[Stat.STOPPED])
-            if tmp is not None:
-                value, assign = _take_relaxed(problem, value, assign, relaxed, tmp)
-        _merge_stats(stats, st)
+        value, assign = _split(problem, order, allowed, bw, live_cap, stats, control, tick)
         if value < best_value:
             best_value, best_assign = value, assign
         if stats[Stat.STOPPED] > 0:
             break
     return best_value, best_assign
+
+
+def _split(problem, order, allowed, bw, live_cap, stats, control, tick=_no_tick):
+    """The window DP's split of ``order`` (``layered_split``), with the relaxed read-side
+    footprints when they may have hidden a better split; its work is added to ``stats``.
+    Returns (summed II, assignment) or (inf, None)."""
+    st = _fresh_stats(stats)
+    value, assign = layered_split(problem, order, allowed, bw, live_cap, 0, st, control, tick)
+    if st[Stat.HIDDEN] > 0 and st[Stat.STOPPED] == 0:
+        st2 = _fresh_stats(stats)
+        relaxed, tmp = layered_split(problem, order, allowed, bw, live_cap, 1, st2, control, tick)
+        st[Stat.EVALS] += st2[Stat.EVALS]
+        st[Stat.STOPPED] = max(st[Stat.STOPPED], st2[Stat.STOPPED])
+        if tmp is not None:
+            value, assign = _take_relaxed(problem, value, assign, relaxed, tmp)
+    _merge_stats(stats, st)
+    return value, assign
 
 
 def _anneal(problem, topo, allowed, bw, live_cap, stats, start_value, seed, iterations, control,
