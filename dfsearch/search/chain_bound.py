@@ -27,13 +27,15 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["MAX_IDEALS", "MAX_STEPS", "chain_bound_ns"]
+__all__ = ["ALLOCATION_STEPS", "MAX_IDEALS", "MAX_STEPS", "chain_bound_ns"]
 
 #: ideals of one group beyond which fewer kernels are kept (and then the bound gives up)
-MAX_IDEALS = 5_000
+MAX_IDEALS = 2_000
 #: configurations (steps of the shortest path) costed per choice of kept kernels before the
-#: next choice is tried
+#: next choice is tried; in the cycle model a step with a core allocation counts as
+#: ``ALLOCATION_STEPS`` steps
 MAX_STEPS = 30_000
+ALLOCATION_STEPS = 10
 
 
 def chain_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -162,6 +164,7 @@ def _shortest_paths(problem, group, keep, ideals, terms, edge_tm, budget):
                     mb = ma + mem
                 if da + step.cheap(sums2) < db:
                     db = min(db, da + step.cost(sums2, s2))
+                    budget[0] -= (ALLOCATION_STEPS - 1) * step.cycle
                 best[b] = (db, mb)
                 if step.grows(sums2):
                     grown = tuple(j for j in fr if j != k) + tuple(
