@@ -100,8 +100,10 @@ def _choices(problem, group, topo) -> list[np.ndarray]:
 
 
 def _ideals(keep, et, inner):
-    """Every ideal of the kept kernels' DAG as (bitmask over ``np.flatnonzero(keep)``,
-    tuple of the kernels that may join next), by size; None beyond ``MAX_IDEALS``."""
+    """(predecessor bitmasks, successor lists, every ideal of the kept kernels' DAG as
+    (bitmask, tuple of the kernels that may join next) by size), in local indices (the
+    i-th kernel of ``np.flatnonzero(keep)``); None beyond ``MAX_IDEALS`` ideals. Edges
+    through a left-out kernel are not followed (fewer constraints: still a bound)."""
     ks = np.flatnonzero(keep)
     loc = np.full(len(keep), -1, np.int64)
     loc[ks] = np.arange(len(ks))
