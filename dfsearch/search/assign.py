@@ -27,6 +27,7 @@ from dfsearch.cost.layout import NUM_SET, Control, SetSlot, Stat, new_stats, no_
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
+from dfsearch.search.chain_bound import chain_bound_ns
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
     crowded_bound_ns,
@@ -268,6 +269,8 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
                                          assign=assign_configs)  # fmt: skip
         if value5 < value:  # the one-layer mapping repeated beats the split
             value, assign, used = value5, assign5, "repeated-layer"
+    if value > bound * (1 + 1e-12):  # the chain of configurations, each costed on its own
+        bound = max(bound, chain_bound_ns(problem, bw, allowed))
     return value, assign, used, False, bound
 
 
