@@ -10,7 +10,7 @@ Nothing below this module sees raw dicts or strings from a file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dfsearch.codes import (
     Collective,
@@ -148,6 +148,11 @@ class Graph:
 
     kernels: tuple[Kernel, ...]
     connections: tuple[Connection, ...] = ()
+    # whether a kernel is a backward one, found once: the search asks per kernel
+    has_bwd: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "has_bwd", any(k.phase is Phase.BWD for k in self.kernels))
 
     def index(self) -> dict[str, int]:
         """Kernel name -> position in ``kernels``."""
@@ -164,7 +169,7 @@ class Graph:
 
     @property
     def is_training(self) -> bool:
-        return any(k.phase is Phase.BWD for k in self.kernels)
+        return self.has_bwd
 
 
 # --------------------------------------------------------------------------- system
