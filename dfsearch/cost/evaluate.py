@@ -628,7 +628,8 @@ def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     statuses = np.zeros(1, np.int64)
     viol = np.zeros(1)
     configs = np.empty((1, n), np.int64)
-    configs[0, :] = config
+    for k in range(n):
+        configs[0, k] = config[k]
     _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
                viol, _scratch(kt, cn.num_config))  # fmt: skip
     return statuses[0]

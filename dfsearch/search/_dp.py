@@ -189,7 +189,9 @@ def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
         cap = min(2 * size, limit)
         hq = _grow(hq, cap)
         wider = np.zeros((cap, 4), np.int64)
-        wider[:size] = hi
+        for i in range(size):
+            for col in range(4):
+                wider[i, col] = hi[i, col]
         hi = wider
     hq[size] = q
     hi[size, QueueCol.PLACED] = placed
@@ -396,7 +398,8 @@ def ideal_search(
                 have_upper = True
                 upper, known = _incumbent(x, stats, control)
                 if upper <= x.root * (1.0 + 1e-13):  # it meets the lower bound: optimal
-                    assign[:] = known
+                    for k in range(assign.shape[0]):
+                        assign[k] = known[k]
                     stats[Stat.STATES] += nstates
                     stats[Stat.QUEUE] += seq
                     return upper
@@ -657,7 +660,8 @@ def _trace_back(states, goal, assign):
 def _grow(a, cap):
     """A copy of 1-D ``a`` with room for ``cap`` entries."""
     out = np.zeros(cap, a.dtype)
-    out[: a.shape[0]] = a
+    for i in range(a.shape[0]):
+        out[i] = a[i]
     return out
 
 
