@@ -30,6 +30,7 @@ from typing import Any
 import numba
 from numba.core import types
 from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
 
 __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
 
@@ -47,14 +48,20 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
     every array a call passes (a record of arrays counts each one) is counted up and down
     with atomic operations, which cost more than a small step: the evaluator split into
     counted steps ran 2-4x slower, also with Numba's own ``inline="always"``, whose
-    argument copies are counted too.
+    argument copies are counted too. A step has no Python entry point (no wrappers are
+    compiled for it, which saves seconds of the first compilation): calling it from Python
+    raises ``TypeError``.
     """
     if func is None:
         return functools.partial(jit, step=step)
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
     options = {"_nrt": not step, "forceinline": step}
+    if step:  # only ever inlined: the wrappers that let Python call it are never used
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     dispatcher = numba.njit(cache=False, **options)(func)
+    if step:
+        dispatcher.__class__ = _StepDispatcher
     # one specialisation per argument types: see ``_typed_call_template``
     dispatcher.get_call_template = functools.partial(_typed_call_template,
                                                      dispatcher.get_call_template)  # fmt: skip
@@ -64,6 +71,15 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
         if "cannot cache" not in str(exc):
             raise
     return dispatcher
+
+
+class _StepDispatcher(CPUDispatcher):
+    """The dispatcher of a ``jit(step=True)`` function: compiled code calls it as any other,
+    Python may not (it has no compiled Python entry point, and calling it would crash)."""
+
+    def __call__(self, *args: Any, **kws: Any) -> Any:
+        raise TypeError(f"{self.py_func.__qualname__} is a step (jit(step=True)): only jitted "
+                        "code may call it")  # fmt: skip
 
 
 def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws: dict) -> Any:
