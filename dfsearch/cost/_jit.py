@@ -30,6 +30,8 @@ from typing import Any
 import numba
 from numba.core import types
 from numba.core.caching import FunctionCache
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
@@ -56,20 +58,27 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
         return functools.partial(jit, step=step)
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
-    options = {"_nrt": not step, "forceinline": step}
-    if step:  # only ever inlined: the wrappers that let Python call it are never used
-        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
+    if step:  # only ever inlined: no entry wrappers, no machine code of its own, no cache
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                       pipeline_class=_StepCompiler)  # fmt: skip
     dispatcher = numba.njit(cache=False, **options)(func)
     if step:
         dispatcher.__class__ = _StepDispatcher
-    # one specialisation per argument types: see ``_typed_call_template``
-    dispatcher.get_call_template = functools.partial(_typed_call_template,
-                                                     dispatcher.get_call_template)  # fmt: skip
+        return _typed_calls(dispatcher)
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
+    return _typed_calls(dispatcher)
+
+
+def _typed_calls(dispatcher: Any) -> Any:
+    """``dispatcher`` compiling one specialisation per argument types (see
+    ``_typed_call_template``)."""
+    dispatcher.get_call_template = functools.partial(_typed_call_template,
+                                                     dispatcher.get_call_template)  # fmt: skip
     return dispatcher
 
 
@@ -80,6 +89,40 @@ class _StepDispatcher(CPUDispatcher):
     def __call__(self, *args: Any, **kws: Any) -> Any:
         raise TypeError(f"{self.py_func.__qualname__} is a step (jit(step=True)): only jitted "
                         "code may call it")  # fmt: skip
+
+    def add_overload(self, cres: Any) -> None:
+        """Register compiled code (``_StepCompiler``: no entry point) for jitted callers only:
+        they find it under ``cres.entry_point``, here a new object per specialisation."""
+        key = functools.partial(self.__call__)
+        cres = cres._replace(entry_point=key)
+        self.targetctx.insert_user_function(key, cres.fndesc, [cres.library])
+        self.overloads[tuple(cres.signature.args)] = cres
+
+
+class _LinkedOnlyLibrary(JITCodeLibrary):
+    """The code library of a step. Its code only ever runs inlined: each caller links it into
+    its own library, optimises the whole and compiles it to machine code. So it is neither
+    optimised as a module nor compiled to machine code on its own (that work, thrown away,
+    took seconds of the first run) and, holding no machine code, it is not cached on disk
+    (a step is compiled again only when a caller is compiled, not loaded, in a process)."""
+
+    def _optimize_final_module(self) -> None:
+        pass  # done by each caller, on its module with this one linked in
+
+    def _finalize_final_module(self) -> None:
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True  # never added to the execution engine: no machine code
+
+
+class _StepCompiler(Compiler):
+    """Numba's compiler, with a ``_LinkedOnlyLibrary`` for the compiled code."""
+
+    def compile_extra(self, func: Any) -> Any:
+        self.state.library = _LinkedOnlyLibrary(self.state.targetctx.codegen(),
+                                                func.__qualname__)  # fmt: skip
+        self.state.flags.no_compile = True  # no entry point, no environment to bind
+        return super().compile_extra(func)
 
 
 def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws: dict) -> Any:
