@@ -40,31 +40,38 @@ __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
 PACKAGE = Path(__file__).absolute().parents[1]
 
 
-def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
+def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
+        internal: bool = False) -> Any:
     """Compile ``func`` in nopython mode, cached on disk when possible.
 
-    ``@jit(step=True)``: a step of a hot loop, split out to be read on its own. It is always
-    inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without Numba's
-    reference counting, so it may only index the arrays it is given and must allocate, keep
-    and return none (Numba refuses an allocation there when it compiles). With counting,
-    every array a call passes (a record of arrays counts each one) is counted up and down
-    with atomic operations, which cost more than a small step: the evaluator split into
-    counted steps ran 2-4x slower, also with Numba's own ``inline="always"``, whose
-    argument copies are counted too. A step has no Python entry point (no wrappers are
-    compiled for it, which saves seconds of the first compilation): calling it from Python
-    raises ``TypeError``.
+    ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
+    as part of its callers: each caller links it into its own code library, optimises the
+    whole and compiles it to machine code. So it gets no Python entry point (calling it from
+    Python raises ``TypeError``), no machine code of its own (a step: no module
+    optimisation either) and no disk cache (it is compiled again only when a caller is compiled in a process, not
+    when its callers are loaded from the cache). That work, done for nothing before, took
+    a third of the first run's compilation.
+
+    ``@jit(step=True)``: a step of a hot loop, split out to be read on its own; internal. It
+    is always inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without
+    Numba's reference counting, so it may only index the arrays it is given and must
+    allocate, keep and return none (Numba refuses an allocation there when it compiles).
+    With counting, every array a call passes (a record of arrays counts each one) is counted
+    up and down with atomic operations, which cost more than a small step: the evaluator
+    split into counted steps ran 2-4x slower, also with Numba's own ``inline="always"``,
+    whose argument copies are counted too.
     """
     if func is None:
-        return functools.partial(jit, step=step)
+        return functools.partial(jit, step=step, internal=internal)
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
     options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
-    if step:  # only ever inlined: no entry wrappers, no machine code of its own, no cache
+    if step or internal:  # linked into callers only: no entry wrappers, no own machine code
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True,
-                       pipeline_class=_StepCompiler)  # fmt: skip
+                       pipeline_class=_InternalCompiler)  # fmt: skip
     dispatcher = numba.njit(cache=False, **options)(func)
-    if step:
-        dispatcher.__class__ = _StepDispatcher
+    if step or internal:
+        dispatcher.__class__ = _InternalDispatcher
         return _typed_calls(dispatcher)
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
@@ -82,16 +89,16 @@ def _typed_calls(dispatcher: Any) -> Any:
     return dispatcher
 
 
-class _StepDispatcher(CPUDispatcher):
-    """The dispatcher of a ``jit(step=True)`` function: compiled code calls it as any other,
-    Python may not (it has no compiled Python entry point, and calling it would crash)."""
+class _InternalDispatcher(CPUDispatcher):
+    """The dispatcher of a ``jit(internal=True)`` or ``jit(step=True)`` function: compiled
+    code calls it as any other, Python may not (it has no compiled Python entry point)."""
 
     def __call__(self, *args: Any, **kws: Any) -> Any:
-        raise TypeError(f"{self.py_func.__qualname__} is a step (jit(step=True)): only jitted "
-                        "code may call it")  # fmt: skip
+        raise TypeError(f"{self.py_func.__qualname__} is internal (jit(internal=True) or "
+                        "jit(step=True)): only jitted code may call it")  # fmt: skip
 
     def add_overload(self, cres: Any) -> None:
-        """Register compiled code (``_StepCompiler``: no entry point) for jitted callers only:
+        """Register compiled code (``_InternalCompiler``: no entry point) for jitted callers:
         they find it under ``cres.entry_point``, here a new object per specialisation."""
         key = functools.partial(self.__call__)
         cres = cres._replace(entry_point=key)
@@ -100,14 +107,8 @@ class _StepDispatcher(CPUDispatcher):
 
 
 class _LinkedOnlyLibrary(JITCodeLibrary):
-    """The code library of a step. Its code only ever runs inlined: each caller links it into
-    its own library, optimises the whole and compiles it to machine code. So it is neither
-    optimised as a module nor compiled to machine code on its own (that work, thrown away,
-    took seconds of the first run) and, holding no machine code, it is not cached on disk
-    (a step is compiled again only when a caller is compiled, not loaded, in a process)."""
-
-    def _optimize_final_module(self) -> None:
-        pass  # done by each caller, on its module with this one linked in
+    """The code library of an internal function (``jit(internal=True)``): optimised, then
+    only linked into its callers' libraries, never compiled to machine code on its own."""
 
     def _finalize_final_module(self) -> None:
         self._finalize_dynamic_globals()
@@ -115,12 +116,22 @@ class _LinkedOnlyLibrary(JITCodeLibrary):
         self._finalized = True  # never added to the execution engine: no machine code
 
 
-class _StepCompiler(Compiler):
-    """Numba's compiler, with a ``_LinkedOnlyLibrary`` for the compiled code."""
+class _StepLibrary(_LinkedOnlyLibrary):
+    """The code library of a step (``jit(step=True)``), not even optimised as a module:
+    inlined everywhere, it is optimised within each caller's module. (An internal function
+    that is not a step is: LLVM decides whether to inline it by its optimised size.)"""
+
+    def _optimize_final_module(self) -> None:
+        pass
+
+
+class _InternalCompiler(Compiler):
+    """Numba's compiler, with a ``_LinkedOnlyLibrary`` (a step: ``_StepLibrary``) for the
+    compiled code and no entry point."""
 
     def compile_extra(self, func: Any) -> Any:
-        self.state.library = _LinkedOnlyLibrary(self.state.targetctx.codegen(),
-                                                func.__qualname__)  # fmt: skip
+        library = _StepLibrary if self.state.flags.forceinline else _LinkedOnlyLibrary
+        self.state.library = library(self.state.targetctx.codegen(), func.__qualname__)
         self.state.flags.no_compile = True  # no entry point, no environment to bind
         return super().compile_extra(func)
 
