@@ -67,8 +67,7 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     # unset, so a helper would otherwise compile differently depending on who calls it first
     options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
     if step or internal:  # linked into callers only: no entry wrappers, no own machine code
-        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True,
-                       pipeline_class=_InternalCompiler)  # fmt: skip
+        options["pipeline_class"] = _InternalCompiler
     dispatcher = numba.njit(cache=False, **options)(func)
     if step or internal:
         dispatcher.__class__ = _InternalDispatcher
@@ -132,8 +131,15 @@ class _InternalCompiler(Compiler):
     def compile_extra(self, func: Any) -> Any:
         library = _StepLibrary if self.state.flags.forceinline else _LinkedOnlyLibrary
         self.state.library = library(self.state.targetctx.codegen(), func.__qualname__)
-        self.state.flags.no_compile = True  # no entry point, no environment to bind
         return super().compile_extra(func)
+
+    def define_pipelines(self) -> Any:
+        # No entry point, no wrappers, no environment to bind. Set here, after the flags
+        # that callees see were taken (``_compile_core``): Numba compiles the functions it
+        # implements itself (``np.zeros``, ...) once per distinct caller flags.
+        flags = self.state.flags
+        flags.no_compile = flags.no_cpython_wrapper = flags.no_cfunc_wrapper = True
+        return super().define_pipelines()
 
 
 def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws: dict) -> Any:
