@@ -38,3 +38,27 @@ def test_a_callee_called_with_constants_and_variables_compiles_once(monkeypatch)
     caller._cache = NullCache()  # compiled here, never loaded: its callee is typed anew
     assert caller(5) == 0 + 10 - 2
     assert callee.signatures == [(types.int64,)]
+
+
+def _plus_one(x):
+    return x + 1
+
+
+def _twice_plus_one(x):
+    return 2 * _PLUS_ONE(x)
+
+
+_PLUS_ONE = None  # set by the test: ``_plus_one`` jitted as a step
+
+
+def test_a_step_runs_inlined_in_jitted_code_and_refuses_a_python_call(monkeypatch):
+    import pytest
+
+    from dfsearch.cost._jit import jit
+
+    step = jit(_plus_one, step=True)
+    monkeypatch.setitem(globals(), "_PLUS_ONE", step)
+    caller = jit(_twice_plus_one)
+    assert caller(20) == 42
+    with pytest.raises(TypeError, match="only jitted code may call it"):
+        step(20)  # no Python entry point is compiled for a step

@@ -30,6 +30,9 @@ from typing import Any
 import numba
 from numba.core import types
 from numba.core.caching import FunctionCache
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import Compiler
+from numba.core.registry import CPUDispatcher
 
 __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
 
@@ -37,33 +40,106 @@ __all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
 PACKAGE = Path(__file__).absolute().parents[1]
 
 
-def jit(func: Callable[..., Any] | None = None, *, step: bool = False) -> Any:
+def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
+        internal: bool = False) -> Any:
     """Compile ``func`` in nopython mode, cached on disk when possible.
 
-    ``@jit(step=True)``: a step of a hot loop, split out to be read on its own. It is always
-    inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without Numba's
-    reference counting, so it may only index the arrays it is given and must allocate, keep
-    and return none (Numba refuses an allocation there when it compiles). With counting,
-    every array a call passes (a record of arrays counts each one) is counted up and down
-    with atomic operations, which cost more than a small step: the evaluator split into
-    counted steps ran 2-4x slower, also with Numba's own ``inline="always"``, whose
-    argument copies are counted too.
+    ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
+    as part of its callers: each caller links it into its own code library, optimises the
+    whole and compiles it to machine code. So it gets no Python entry point (calling it from
+    Python raises ``TypeError``), no machine code of its own (a step: no module
+    optimisation either) and no disk cache (it is compiled again only when a caller is compiled in a process, not
+    when its callers are loaded from the cache). That work, done for nothing before, took
+    a third of the first run's compilation.
+
+    ``@jit(step=True)``: a step of a hot loop, split out to be read on its own; internal. It
+    is always inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without
+    Numba's reference counting, so it may only index the arrays it is given and must
+    allocate, keep and return none (Numba refuses an allocation there when it compiles).
+    With counting, every array a call passes (a record of arrays counts each one) is counted
+    up and down with atomic operations, which cost more than a small step: the evaluator
+    split into counted steps ran 2-4x slower, also with Numba's own ``inline="always"``,
+    whose argument copies are counted too.
     """
     if func is None:
-        return functools.partial(jit, step=step)
+        return functools.partial(jit, step=step, internal=internal)
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
-    options = {"_nrt": not step, "forceinline": step}
+    options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
+    if step or internal:  # linked into callers only: no entry wrappers, no own machine code
+        options["pipeline_class"] = _InternalCompiler
     dispatcher = numba.njit(cache=False, **options)(func)
-    # one specialisation per argument types: see ``_typed_call_template``
-    dispatcher.get_call_template = functools.partial(_typed_call_template,
-                                                     dispatcher.get_call_template)  # fmt: skip
+    if step or internal:
+        dispatcher.__class__ = _InternalDispatcher
+        return _typed_calls(dispatcher)
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
+    return _typed_calls(dispatcher)
+
+
+def _typed_calls(dispatcher: Any) -> Any:
+    """``dispatcher`` compiling one specialisation per argument types (see
+    ``_typed_call_template``)."""
+    dispatcher.get_call_template = functools.partial(_typed_call_template,
+                                                     dispatcher.get_call_template)  # fmt: skip
     return dispatcher
+
+
+class _InternalDispatcher(CPUDispatcher):
+    """The dispatcher of a ``jit(internal=True)`` or ``jit(step=True)`` function: compiled
+    code calls it as any other, Python may not (it has no compiled Python entry point)."""
+
+    def __call__(self, *args: Any, **kws: Any) -> Any:
+        raise TypeError(f"{self.py_func.__qualname__} is internal (jit(internal=True) or "
+                        "jit(step=True)): only jitted code may call it")  # fmt: skip
+
+    def add_overload(self, cres: Any) -> None:
+        """Register compiled code (``_InternalCompiler``: no entry point) for jitted callers:
+        they find it under ``cres.entry_point``, here a new object per specialisation."""
+        key = functools.partial(self.__call__)
+        cres = cres._replace(entry_point=key)
+        self.targetctx.insert_user_function(key, cres.fndesc, [cres.library])
+        self.overloads[tuple(cres.signature.args)] = cres
+
+
+class _LinkedOnlyLibrary(JITCodeLibrary):
+    """The code library of an internal function (``jit(internal=True)``): optimised, then
+    only linked into its callers' libraries, never compiled to machine code on its own."""
+
+    def _finalize_final_module(self) -> None:
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True  # never added to the execution engine: no machine code
+
+
+class _StepLibrary(_LinkedOnlyLibrary):
+    """The code library of a step (``jit(step=True)``), not even optimised as a module:
+    inlined everywhere, it is optimised within each caller's module. (An internal function
+    that is not a step is: LLVM decides whether to inline it by its optimised size.)"""
+
+    def _optimize_final_module(self) -> None:
+        pass
+
+
+class _InternalCompiler(Compiler):
+    """Numba's compiler, with a ``_LinkedOnlyLibrary`` (a step: ``_StepLibrary``) for the
+    compiled code and no entry point."""
+
+    def compile_extra(self, func: Any) -> Any:
+        library = _StepLibrary if self.state.flags.forceinline else _LinkedOnlyLibrary
+        self.state.library = library(self.state.targetctx.codegen(), func.__qualname__)
+        return super().compile_extra(func)
+
+    def define_pipelines(self) -> Any:
+        # No entry point, no wrappers, no environment to bind. Set here, after the flags
+        # that callees see were taken (``_compile_core``): Numba compiles the functions it
+        # implements itself (``np.zeros``, ...) once per distinct caller flags.
+        flags = self.state.flags
+        flags.no_compile = flags.no_cpython_wrapper = flags.no_cfunc_wrapper = True
+        return super().define_pipelines()
 
 
 def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws: dict) -> Any:

@@ -60,7 +60,7 @@ _BIG = 1 << 62
 _EXACT = 2.0**53
 
 
-@jit
+@jit(internal=True)
 def _cdiv(a, b):
     return -(-a // b)
 
@@ -93,7 +93,7 @@ def min_cycles(a, b, z, budget):
     return best, bpl, bps
 
 
-@jit
+@jit(internal=True)
 def _min_cores(a, b, z, tau):
     """Fewest cores PL*PS with ceil(a/PL) * ceil(b/PS) * z <= tau; _BIG if impossible."""
     if a <= 0 or b <= 0 or z <= 0:
@@ -185,7 +185,7 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
 # steps share the per-configuration work arrays of ``_Scratch``. They are ``jit(step=True)``:
 # inlined and free of reference counting, so the split costs no throughput (cost/_jit.py).
 # ``set_cost`` below computes the same terms for one configuration, added in the same order.
-@jit
+@jit(internal=True)
 def _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
                violations, scratch):  # fmt: skip
     """Evaluate every row of ``configs``: final_ns (inf when infeasible), status and violated
@@ -518,7 +518,7 @@ def _times_and_totals(cn, cfg, res, s):
     res[ResultSlot.FINAL] = batch / cn.num_copy
 
 
-@jit
+@jit(internal=True)
 def _smallest_divisor_at_least(value, lo):
     """The smallest divisor of ``value`` that is >= lo (``value`` itself at worst)."""
     if lo >= value:
@@ -536,7 +536,7 @@ def _smallest_divisor_at_least(value, lo):
     return best
 
 
-@jit
+@jit(internal=True)
 def _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, divides, k_tf):
     """Smallest weight tiling factors of lone weight kernels that make every configuration fit
     (each divisible contribution gets an equal share of its configuration's slack), then the
@@ -595,7 +595,7 @@ class _Scratch(NamedTuple):
     nunset: np.ndarray  #: int64 (C), kernels that do not
 
 
-@jit
+@jit(internal=True)
 def _scratch(kt, nc):
     """Fresh ``_Scratch`` for a problem with kernel table ``kt`` and ``nc`` configurations."""
     n = kt.is_weight.shape[0]
@@ -628,7 +628,8 @@ def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     statuses = np.zeros(1, np.int64)
     viol = np.zeros(1)
     configs = np.empty((1, n), np.int64)
-    configs[0, :] = config
+    for k in range(n):
+        configs[0, k] = config[k]
     _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
                viol, _scratch(kt, cn.num_config))  # fmt: skip
     return statuses[0]

@@ -66,7 +66,7 @@ def must_stop(stats, control):
     return now > control[Control.DEADLINE] or control[Control.FLAG] != 0.0
 
 
-@jit
+@jit(internal=True)
 def _record(stats, out):
     st = int(out[SetSlot.STATUS])
     v = out[SetSlot.VIOLATION]
@@ -158,7 +158,7 @@ class QueueCol(enum.IntEnum):
     IDEAL = 3  #: candidate ideal, or -1 to expand the state
 
 
-@jit
+@jit(internal=True)
 def _before(hq, hi, i, j):
     """Heap order: quantised f, then more kernels placed, then the newer entry."""
     if hq[i] != hq[j]:
@@ -168,7 +168,7 @@ def _before(hq, hi, i, j):
     return hi[i, QueueCol.SEQ] > hi[j, QueueCol.SEQ]
 
 
-@jit
+@jit(internal=True)
 def _swap(hq, hi, i, j):
     t = hq[i]
     hq[i] = hq[j]
@@ -179,7 +179,7 @@ def _swap(hq, hi, i, j):
         hi[j, col] = u
 
 
-@jit
+@jit(internal=True)
 def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
     """Insert an entry at index ``size``, growing the arrays up to ``limit`` entries.
     Returns (hq, hi, False) when the queue is full (the entry is dropped)."""
@@ -189,7 +189,9 @@ def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
         cap = min(2 * size, limit)
         hq = _grow(hq, cap)
         wider = np.zeros((cap, 4), np.int64)
-        wider[:size] = hi
+        for i in range(size):
+            for col in range(4):
+                wider[i, col] = hi[i, col]
         hi = wider
     hq[size] = q
     hi[size, QueueCol.PLACED] = placed
@@ -206,7 +208,7 @@ def _queue_push(hq, hi, size, limit, q, placed, seq, sid, jm):
     return hq, hi, True
 
 
-@jit
+@jit(internal=True)
 def _queue_pop(hq, hi, size):
     """Move the top to the end (index size - 1) and restore the heap on the rest."""
     last = size - 1
@@ -226,7 +228,7 @@ def _queue_pop(hq, hi, size):
     return last
 
 
-@jit
+@jit(internal=True)
 def _popcount(x):
     c = 0
     while x != 0:
@@ -396,7 +398,8 @@ def ideal_search(
                 have_upper = True
                 upper, known = _incumbent(x, stats, control)
                 if upper <= x.root * (1.0 + 1e-13):  # it meets the lower bound: optimal
-                    assign[:] = known
+                    for k in range(assign.shape[0]):
+                        assign[k] = known[k]
                     stats[Stat.STATES] += nstates
                     stats[Stat.QUEUE] += seq
                     return upper
@@ -418,7 +421,7 @@ def ideal_search(
     return s_g[goal]
 
 
-@jit
+@jit(internal=True)
 def _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap,
                    prune):  # fmt: skip
     """The ``_Search`` record of one call: the bound terms, the root bound and the priority
@@ -436,7 +439,7 @@ def _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dr
                    edge_sram)  # fmt: skip
 
 
-@jit
+@jit(internal=True)
 def _work(n):
     """Fresh ``_Work`` arrays for n kernels."""
     return _Work(np.zeros(n, np.int8), np.zeros(n, np.int64), np.ones(n, np.int64),
@@ -445,7 +448,7 @@ def _work(n):
                  np.zeros(n + 2, np.int64))  # fmt: skip
 
 
-@jit
+@jit(internal=True)
 def _new_states(cap):
     """``_States`` with room for ``cap`` states, holding the root (level 0, empty ideal) as
     state 0, and its index (``_state_index``)."""
@@ -458,7 +461,7 @@ def _new_states(cap):
 # (-1: empty slot) with at least twice as many slots as ``states`` has room for, rebuilt when
 # the states grow. A typed Dict keyed on tuples did the same, but compiling its hashing and
 # dictionary code added seconds to the first run.
-@jit
+@jit(internal=True)
 def _state_index(states, n):
     """The index of the first ``n`` states of ``states``."""
     size = 1
@@ -486,7 +489,7 @@ def _find_state(index, s_lvl, s_mask, s_lone, lvl, mask, lone):
         slot = (slot + 1) & top
 
 
-@jit
+@jit(internal=True)
 def _grow_states(states, cap):
     """``states`` with room for ``cap`` states."""
     return _States(_grow(states.mask, cap), _grow(states.lone, cap), _grow(states.level, cap),
@@ -578,7 +581,7 @@ def _sram_with(x, v, jm, base_mask, base_lone, sram):
     return sram
 
 
-@jit
+@jit(internal=True)
 def _incumbent(x, stats, control):
     """A known assignment: the best over contiguous blocks of the topological order (always
     feasible, relax 0). Returns (its value, the assignment); its evaluations and a stop are
@@ -653,15 +656,16 @@ def _trace_back(states, goal, assign):
         j = p
 
 
-@jit
+@jit(internal=True)
 def _grow(a, cap):
     """A copy of 1-D ``a`` with room for ``cap`` entries."""
     out = np.zeros(cap, a.dtype)
-    out[: a.shape[0]] = a
+    for i in range(a.shape[0]):
+        out[i] = a[i]
     return out
 
 
-@jit
+@jit(internal=True)
 def sram_floor(kt, et):
     """A floor of a configuration's SRAM that only grows as kernels join it.
 

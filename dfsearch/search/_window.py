@@ -107,7 +107,7 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
     return pure[n]
 
 
-@jit
+@jit(internal=True)
 def _block_ii(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, zero, out, cache,
               i, size, stats):  # fmt: skip
     """The II of the block of ``size`` kernels from position ``i`` (``where``): from ``cache``,
@@ -123,7 +123,7 @@ def _block_ii(kt, et, cn, where, dram_bw, live_cap, relax, members, k_pl, k_ps, 
     return ii
 
 
-@jit
+@jit(internal=True)
 def _skip(lb, terms, edge_tm, et, inc_ptr, inc_e, pos, k, i, overlap, base, best_j):
     """Add kernel k to the block's bound terms ``lb`` (edges with one end in the block count
     once, as in ``evaluate.set_bound``, a lower bound of its II) and say whether the block
