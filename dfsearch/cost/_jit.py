@@ -48,9 +48,10 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     as part of its callers: each caller links it into its own code library, optimises the
     whole and compiles it to machine code. So it gets no Python entry point (calling it from
     Python raises ``TypeError``), no machine code of its own (a step: no module
-    optimisation either) and no disk cache (it is compiled again only when a caller is compiled in a process, not
-    when its callers are loaded from the cache). That work, done for nothing before, took
-    a third of the first run's compilation.
+    optimisation either) and no disk cache (it is compiled again only when a caller is
+    compiled in a process, not when its callers are loaded from the cache). That work, done
+    for nothing before, took a third of the first run's compilation. It hooks into Numba's
+    compiler and code library classes: pyproject.toml bounds Numba to the versions tested.
 
     ``@jit(step=True)``: a step of a hot loop, split out to be read on its own; internal. It
     is always inlined into its jitted callers (LLVM ``alwaysinline``) and compiled without
