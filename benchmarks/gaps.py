@@ -72,7 +72,7 @@ def main() -> int:
         bad += flag
         bound = f"{r['bound_s']:>13.7g}" if r["bound_s"] is not None else f"{'none':>13}"
         print(f"{r['name']:<28} {r['status']:>20} {r['final_s']:>13.7g} {bound} "
-              f"{r['gap']:>8.3%} {r['cpu_s']:>7.1f}{'  <<' if flag else ''}", flush=True)  # fmt: skip
+              f"{r['gap']:>8.3%} {r['cpu_s']:>7.2f}{'  <<' if flag else ''}", flush=True)  # fmt: skip
     print(f"{bad} of {len(rows)} flagged (gap above {args.limit:.2%}, no bound, or bound above final)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
