@@ -16,31 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import time
 from pathlib import Path
 
+from hard import measure  # the same measurement as the hard targets (this folder)
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "dfsearch" / "examples"
-
-
-def measure(path: Path) -> dict[str, object]:
-    """Search one example: status, final, bound, gap and CPU seconds."""
-    from dfsearch import api
-    from dfsearch.errors import InfeasibleError
-
-    spec = api.load(path)
-    c0 = time.process_time()
-    try:
-        result = api.run(spec)
-    except InfeasibleError as e:
-        result = e.result
-    cpu = time.process_time() - c0
-    ev, bound = result.evaluation, result.search.lower_bound_s
-    final = ev.final_s if ev is not None else math.inf
-    gap = (final - bound) / final if bound is not None and ev is not None else math.nan
-    return {"name": path.stem, "status": result.status.label, "final_s": final,
-            "bound_s": bound, "gap": gap, "cpu_s": cpu}  # fmt: skip
 
 
 def flagged(row: dict[str, object], limit: float) -> bool:
