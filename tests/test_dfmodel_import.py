@@ -764,6 +764,17 @@ def test_looks_like_dfmodel():
     assert not looks_like_dfmodel("")
 
 
+def test_looks_like_dfmodel_finds_messages_that_share_a_line():
+    # Protobuf text format needs no line breaks: a file may open with `cost` (or `gurobi`)
+    # and put each later message right after the previous one's closer (found by Hypothesis).
+    assert looks_like_dfmodel("cost <\naccelerator_price: 1\n>")
+    assert looks_like_dfmodel("# c\n  gurobi { }")
+    assert looks_like_dfmodel("x {\n} system <\nnum_chip: 1\n>")
+    assert looks_like_dfmodel("x <\n>execution{word: 2}")
+    assert looks_like_dfmodel("x: 1; system {")
+    assert not looks_like_dfmodel("x = 1 # system {\n")
+
+
 # =========================================================================== pbtxt
 def test_pbtxt_syntax_variants():
     text = (
@@ -1081,7 +1092,9 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
     # ---- graph
     graph = _Doc()
     ids = draw(st.lists(st.integers(0, 10**6), min_size=n, max_size=n, unique=True))
-    kernels: list[Kernel] = []
+    kernel_kw: list[dict] = []
+    kernel_docs: list[_Doc] = []
+    names: list[str] = []
     used_names: set[str] = set()
     for pos, kid in enumerate(ids):
         kdoc, vdoc = _Doc(), _Doc()
@@ -1091,11 +1104,7 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
         kdoc.add("name", '"' + name.replace('"', '\\"') + '"')
         kdoc.add("id", str(kid))
         kw: dict = {"kind": kind, "id": kid}
-        kw["config"] = 0 if pins else -1
-        if draw(opt):
-            cfg = draw(st.integers(-1, (num_config or 1) - 1)) if pins else -1
-            kdoc.add("config", str(cfg))
-            kw["config"] = cfg
+        kw["config"] = 0 if pins else -1  # what an absent `config` reads as (see below)
         phase = draw(st.sampled_from([None, Phase.FWD, Phase.BWD]))
         if phase is not None:
             kdoc.add("fwd_bwd", phase.dfmodel)
@@ -1173,7 +1182,9 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
         while unique in used_names:
             unique += f"#{pos}"
         used_names.add(unique)
-        kernels.append(Kernel(name=unique, **kw))
+        names.append(unique)
+        kernel_kw.append(kw)
+        kernel_docs.append(kdoc)
     connections: list[Connection] = []
     for i in range(n):
         for j in range(i + 1, n):
@@ -1182,7 +1193,7 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
             cdoc = _Doc()
             cdoc.add("startIdx", str(ids[i]))
             cdoc.add("endIdx", str(ids[j]))
-            cw: dict = {"src": kernels[i].name, "dst": kernels[j].name}
+            cw: dict = {"src": names[i], "dst": names[j]}
             if draw(opt):
                 cw["id"] = len(connections) + 1
                 cdoc.add("id", str(cw["id"]))
@@ -1192,6 +1203,31 @@ def _dfmodel_input(draw) -> tuple[str, Spec]:
                 v2_used.append("zero_out")
             graph.add("connections", cdoc)
             connections.append(Connection(**cw))
+    # Pins are drawn so that some assignment honours them all (an unhonourable pin is a
+    # spec error, tested in test_pins.py): each kernel's configurations are its FWD/BWD half
+    # (dataflow, training graph, fewer configurations than kernels), above the pins upstream
+    # of it and below the upper ends downstream of it (edges run from lower to higher
+    # position, so position order is a topological order).
+    count = num_config or 1
+    fb = style == "DATAFLOW" and any(kw["phase"] is Phase.BWD for kw in kernel_kw)
+    f_cap, b_min = (count // 2 - 1, count // 2) if count % 2 == 0 else (count // 2, count // 2)
+    lo = [b_min if fb and kw["phase"] is Phase.BWD else 0 for kw in kernel_kw]
+    hi = [f_cap if fb and kw["phase"] is Phase.FWD else count - 1 for kw in kernel_kw]
+    for c in reversed(connections):
+        hi[names.index(c.src)] = min(hi[names.index(c.src)], hi[names.index(c.dst)])
+    for pos, (kw, kdoc) in enumerate(zip(kernel_kw, kernel_docs)):
+        lo[pos] = max([lo[pos]] + [lo[names.index(c.src)] for c in connections
+                                   if c.dst == names[pos]])
+        # with pins, an absent `config` reads as 0: a pin like any other
+        can_pin = pins and lo[pos] <= hi[pos]
+        if draw(opt) or (pins and lo[pos] > 0):
+            cfg = draw(st.integers(lo[pos] - 1, hi[pos])) if can_pin else -1
+            cfg = -1 if cfg < lo[pos] else cfg
+            kdoc.add("config", str(cfg))
+            kw["config"] = cfg
+        if kw["config"] >= 0:
+            lo[pos] = hi[pos] = kw["config"]
+    kernels = [Kernel(name=name, **kw) for name, kw in zip(names, kernel_kw)]
 
     # ---- system
     system = _Doc()

@@ -1154,17 +1154,21 @@ def _chosen_equations(dse: _Node, ctx: _Ctx, legacy: bool, legacy_as: Equations,
 
 
 # =========================================================================== public API
+#: A top-level DFModel message opening (``system {``, ``cost <``, ``execution: {`` ...) at the
+#: start of a line or right after a closing ``}``/``>`` or a field separator: protobuf text
+#: may hold several messages on one line.
 _DETECT = re.compile(
-    r"^[ \t]*(?:dataflow_graph|system|execution|miscellany)[ \t]*:?[ \t]*[{<]", re.MULTILINE
+    r"(?:^|[}>;,])[ \t]*(?:" + "|".join(_SCHEMA["DSE"]) + r")[ \t]*:?[ \t]*[{<]", re.MULTILINE
 )
 
 
 def looks_like_dfmodel(text: str) -> bool:
     """True if ``text`` looks like a DFModel ``setup.txt`` (protobuf text format).
 
-    Detection is by content: a line that opens one of DFModel's top-level messages
-    (``dataflow_graph {``, ``system {``, ``execution {`` or ``miscellany {``). A TOML spec
-    cannot contain such a line.
+    Detection is by content: the opening of one of DFModel's top-level messages
+    (``dataflow_graph {``, ``system {``, ``cost <``, ``execution {``, ``miscellany {`` or
+    ``gurobi {``) at the start of a line or after the end of another message on the same
+    line. A TOML spec cannot contain either outside a string.
 
     >>> looks_like_dfmodel("system {\\n  num_chip: 4\\n}")
     True
