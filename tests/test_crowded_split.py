@@ -30,7 +30,13 @@ from dfsearch.cost.model import Evaluator
 from dfsearch.loader import load_toml_spec
 from dfsearch.search import _dp
 from dfsearch.search.assign import _allowed, _layered, _regimes, _topo, assign_configs
-from dfsearch.search.crowded_split import _split, crowded_split, cut_points, ready_order
+from dfsearch.search.crowded_split import (
+    MAX_ANCHORS,
+    _split,
+    crowded_split,
+    cut_points,
+    ready_order,
+)
 
 DLRM = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "hard" / "dlrm_900.toml"
 
@@ -133,3 +139,9 @@ def test_cut_points():
     assert cuts == sorted(set(cuts)) and cuts[0] == 0 and cuts[-1] == 900
     assert {36, 468, 300, 732, 432} <= set(cuts)  # n - 2 x 432, n - 432, the phase change, ...
     assert set(range(0, 901, 15)) <= set(cuts)  # the grid: ceil(900 / 64) = 15
+
+
+def test_cut_points_stay_few_when_the_phase_changes_often():
+    phases = np.array([Phase.FWD, Phase.BWD] * 2000)  # 3,999 changes of phase
+    cuts = cut_points(phases, 1000)
+    assert len(cuts) <= 64 + 1 + (2 + MAX_ANCHORS) * (4000 // 1000 + 1)

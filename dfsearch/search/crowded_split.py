@@ -42,6 +42,9 @@ __all__ = ["GRID", "crowded_split", "cut_points", "ready_order"]
 
 #: cut points of the regular grid along an order (plus those ``cut_points`` adds)
 GRID = 64
+#: changes of phase along an order that anchor cut points (the first ones; the orders put
+#: the forward kernels first, so a training graph has one)
+MAX_ANCHORS = 8
 #: costings between two looks at the control array
 _CHECK_EVERY = 64
 
@@ -74,11 +77,12 @@ def ready_order(problem: Problem) -> np.ndarray:
 def cut_points(phase_along: np.ndarray, cores: int) -> np.ndarray:
     """Sorted cut positions (0 and n included) of an order whose kernels have the phases
     ``phase_along``: the regular grid, and multiples of ``cores`` from both ends and from
-    every change of phase."""
+    the first ``MAX_ANCHORS`` changes of phase."""
     n = len(phase_along)
     step = max(1, math.ceil(n / GRID))
     cuts = set(range(0, n + 1, step)) | {0, n}
-    anchors = {0, n} | {int(i) + 1 for i in np.flatnonzero(np.diff(phase_along) != 0)}
+    changes = np.flatnonzero(np.diff(phase_along) != 0)[:MAX_ANCHORS]  # few: forward first
+    anchors = {0, n} | {int(i) + 1 for i in changes}
     if cores >= 1:
         for a in anchors:
             cuts.update(range(a % cores, n + 1, cores))  # a, a +- cores, a +- 2 cores, ...
