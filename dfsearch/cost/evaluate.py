@@ -145,11 +145,16 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
         return 0, Status.CORES, budget - free + nfree
     if nfree == 0:
         return floor, Status.OK, budget - free
+    # a kernel's cycles and cores depend on its (a, b, z) alone: members listed next to one
+    # another with the same work (the layers of a stack) reuse the last answer
     lo, hi = floor, floor
+    pa, pb, pz, best = -1, -1, -1, 0
     for j in range(lo_i, hi_i):
         k = members[j]
         if not (pl_in[k] > 0 and ps_in[k] > 0):
-            best, _, _ = min_cycles(k_a[k], k_b[k], k_z[k], free)
+            if k_a[k] != pa or k_b[k] != pb or k_z[k] != pz:
+                pa, pb, pz = k_a[k], k_b[k], k_z[k]
+                best, _, _ = min_cycles(pa, pb, pz, free)
             if best > lo:
                 lo = best
             one = k_a[k] * k_b[k] * k_z[k]
@@ -158,10 +163,13 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
     while lo < hi:
         mid = lo + (hi - lo) // 2
         need = 0
+        pa, pb, pz, c = -1, -1, -1, 0
         for j in range(lo_i, hi_i):
             k = members[j]
             if not (pl_in[k] > 0 and ps_in[k] > 0):
-                c, _, _ = _min_cores(k_a[k], k_b[k], k_z[k], mid)
+                if k_a[k] != pa or k_b[k] != pb or k_z[k] != pz:
+                    pa, pb, pz = k_a[k], k_b[k], k_z[k]
+                    c, _, _ = _min_cores(pa, pb, pz, mid)
                 need += c
                 if need > free:
                     break
@@ -169,10 +177,13 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
             hi = mid
         else:
             lo = mid + 1
+    pa, pb, pz, pl, ps = -1, -1, -1, 1, 1
     for j in range(lo_i, hi_i):
         k = members[j]
         if not (pl_in[k] > 0 and ps_in[k] > 0):
-            _, pl, ps = _min_cores(k_a[k], k_b[k], k_z[k], lo)
+            if k_a[k] != pa or k_b[k] != pb or k_z[k] != pz:
+                pa, pb, pz = k_a[k], k_b[k], k_z[k]
+                _, pl, ps = _min_cores(pa, pb, pz, lo)
             k_pl[k], k_ps[k] = pl, ps
     return lo, Status.OK, budget - free + nfree
 

@@ -28,6 +28,7 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
 from dfsearch.search.chain_bound import chain_bound_ns
+from dfsearch.search.crowded_split import crowded_split
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
     crowded_bound_ns,
@@ -263,7 +264,8 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     if value > bound * (1 + 1e-12):  # still not met: the traffic at configuration boundaries
         bound = max(bound, boundary_bound_ns(problem, bw, allowed))
     if value > bound * (1 + 1e-12):  # and the network a crowded configuration cannot hide
-        bound = max(bound, crowded_bound_ns(problem, bw, allowed))
+        value, assign, used, bound = _crowded(problem, topo, allowed, bw, live_cap, stats, control,
+                                              method, (value, assign, used), bound)  # fmt: skip
     if value > bound * (1 + 1e-12) and method == "auto" and stacked and stats[Stat.STOPPED] == 0:
         value5, assign5 = repeated_layer(problem, topo, allowed, bw, live_cap, stats, control,
                                          assign=assign_configs)  # fmt: skip
@@ -272,6 +274,20 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
     if value > bound * (1 + 1e-12):  # the chain of configurations, each costed on its own
         bound = max(bound, chain_bound_ns(problem, bw, allowed))
     return value, assign, used, False, bound
+
+
+def _crowded(problem, topo, allowed, bw, live_cap, stats, control, method, answer, bound):
+    """The crowded bound (``graph_bound.crowded_bound_ns``) and, in "auto" where it rises
+    above ``bound``, the crowded split (``search/crowded_split.py``), kept when it beats
+    ``answer`` = (value, assignment, method used). Returns (value, assignment, method used,
+    bound)."""
+    value, assign, used = answer
+    crowded = crowded_bound_ns(problem, bw, allowed)
+    if crowded > bound and method == "auto" and stats[Stat.STOPPED] == 0:
+        value6, assign6 = crowded_split(problem, topo, allowed, bw, live_cap, stats, control)
+        if value6 < value:  # configurations crowded around the network-heavy kernels
+            value, assign, used = value6, assign6, "crowded-split"
+    return value, assign, used, max(bound, crowded)
 
 
 def _incumbent_reserve(problem: Problem, control: np.ndarray) -> float:

@@ -55,6 +55,7 @@ from dfsearch.kernels.graph import sharding_choices
 from dfsearch.result import RunResult, SearchStats, Violation
 from dfsearch.search import outer as outer_mod
 from dfsearch.search.assign import lone_misfits
+from dfsearch.search.count_bound import count_bound_ns
 from dfsearch.search.objective import Objective, objective_of
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.sharding_plan import ShardingPlans
@@ -124,6 +125,8 @@ class SearchState:
     sharding_plans: ShardingPlans = field(default_factory=ShardingPlans)
     #: lowered problems by outer choice less the configuration count (``_lowered``)
     lowered: dict = field(default_factory=dict)
+    #: objective bounds of outer choices that see the configuration count (``_count_bound``)
+    count_bounds: dict = field(default_factory=dict)
     progress: Progress | None = None  #: the caller's progress callback (display only)
     total: int = 0  #: outer choices in the space
     last_progress: SearchProgress | None = None  #: the last record sent
@@ -439,13 +442,33 @@ class _Stopped(Exception):
 
 
 def _dominating_value(st: SearchState, p: Pair, c: int) -> float | None:
-    """The objective bound of a solved larger configuration count that dominates c."""
+    """A bound of the objective of (p, c) known before it is solved: that of a solved larger
+    configuration count that dominates c, or the choice's own count bound
+    (``_count_bound``), the larger; None when neither is known."""
+    dominated = None
     for (shape, t, mbs, pl, c2, step), value in st.exact_values.items():
         same = (shape == p.shape and t == p.num_tile and mbs == p.micro_batch_size
                 and pl == p.placement)  # fmt: skip
         if same and c2 > c and step and (c2 - c) % step == 0:
-            return value
-    return None
+            dominated = value
+            break
+    own = _count_bound(st, p, c)
+    if own is not None and (dominated is None or own > dominated):
+        return own
+    return dominated
+
+
+def _count_bound(st: SearchState, p: Pair, c: int) -> float | None:
+    """The objective bound of (p, c) from ``count_bound.count_bound_ns`` (wide graphs: the
+    additive and crowded bounds of its lowered problem, which see the count), computed once
+    per choice; None where it gives none."""
+    key = (p.shape, p.num_tile, p.micro_batch_size, p.placement, c)
+    if key not in st.count_bounds:
+        problem = _lowered(st, _outer(p, c))
+        ii = count_bound_ns(problem)
+        final = outer_mod.final_from_ii(problem, ii)
+        st.count_bounds[key] = None if ii <= 0 else st.objective.bound(problem, final)
+    return st.count_bounds[key]
 
 
 def _outer(p: Pair, c: int) -> Outer:
