@@ -23,7 +23,7 @@ from test_layered import _synthetic
 from dfsearch.cost.layout import no_control
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import assign as assign_mod
-from dfsearch.search.assign import _allowed
+from dfsearch.search.assign import _allowed, _regimes
 from dfsearch.search.moves import move_boundaries
 
 
@@ -57,7 +57,8 @@ def test_moves_never_worsen_and_keep_every_rule():
             best = min(f for _, f in rows)
             ev = Evaluator(problem)
             for start, value in rows[:: max(1, len(rows) // 12)]:
-                r = move_boundaries(problem, tuple(start), allowed, no_control(), budget=1e6)
+                r = move_boundaries(problem, tuple(start), allowed, *_regimes(problem)[0], no_control(),
+                                    budget=1e6)
                 c = np.asarray(r.config)
                 assert (c[src] <= c[dst]).all() and allowed[np.arange(len(c)), c].all()
                 final = float(ev.batch(c[None, :])[0][0])
@@ -66,10 +67,12 @@ def test_moves_never_worsen_and_keep_every_rule():
                 if r.moves == 0:
                     assert r.config == tuple(start)
                 improved += final < value * (1 - 1e-9)
-                assert move_boundaries(problem, tuple(start), allowed, no_control(), budget=1e6) == r
+                assert move_boundaries(problem, tuple(start), allowed, *_regimes(problem)[0], no_control(),
+                                    budget=1e6) == r
                 checked += 1
             optimum = next(cfg for cfg, f in rows if f == best)
-            r = move_boundaries(problem, tuple(optimum), allowed, no_control(), budget=1e6)
+            r = move_boundaries(problem, tuple(optimum), allowed, *_regimes(problem)[0], no_control(),
+                                budget=1e6)
             assert r.moves == 0 and r.config == tuple(optimum)
     assert checked >= 40
     assert improved >= 10  # not vacuous: many starts have a better neighbour
@@ -78,7 +81,8 @@ def test_moves_never_worsen_and_keep_every_rule():
 def test_a_budget_of_one_scoring_moves_nothing():
     problem = _synthetic(0, True, 4)
     start, _ = _feasible(problem, 4)[0]
-    r = move_boundaries(problem, tuple(start), _allowed(problem), no_control(), budget=1)
+    r = move_boundaries(problem, tuple(start), _allowed(problem), *_regimes(problem)[0],
+                        no_control(), budget=1)
     assert r.moves == 0 and r.config == tuple(start) and r.evaluations == 1
 
 

@@ -202,7 +202,8 @@ def _boundary_moves(problem, best, allowed, control, spent):
     budget = min(MOVE_EVALS_PER_KERNEL * problem.num_kernels, float(control[Control.MAX_EVALS]) - spent)
     if budget <= 0:
         return best, 0, False
-    r = move_boundaries(problem, best.config, allowed, control, budget=budget)
+    bw, live_cap = _regimes(problem)[0]
+    r = move_boundaries(problem, best.config, allowed, bw, live_cap, control, budget=budget)
     if r.moves and r.value_ns < best.value_ns:
         best = Assignment(r.config, r.value_ns, f"{best.method}+moves", False, 0, {})
     return best, r.evaluations, r.stopped

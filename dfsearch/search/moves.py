@@ -6,11 +6,14 @@ The large-neighbourhood search re-solves runs of configurations that hold at mos
 dozen kernels; where one configuration alone holds more, its boundaries are never re-solved.
 Here every boundary c | c + 1 is visited in turn. A kernel of c whose successors all sit
 after c may move to c + 1; a kernel of c + 1 whose predecessors all sit before c + 1 may
-move to c (each where ``allowed`` lets it). Every such move is scored by the evaluator on
-the whole problem (one batch per boundary); the best move that lowers the final time is
-kept and the boundary is visited again. When none does, each move that keeps the final time
-(a kernel whose side does not matter, which may free SRAM for another) is tried with every
-second move at the same boundary, and the best pair that lowers it is kept. The search stops
+move to c (each where ``allowed`` lets it). Each move is screened by the IIs of the two
+configurations it changes (``evaluate.set_cost``, the only IIs a move across c | c + 1
+changes); the moves they say lower the summed IIs are scored by the evaluator on the whole
+problem, most promising first (at most ``VERIFIED`` of them), and the first that lowers the
+final time is kept; the boundary is then visited again. When none does, each move that
+keeps the two IIs (a kernel whose side does not matter, which may free SRAM for another) is
+screened with every second move at the same boundary, and the pairs are scored the same
+way. Every costing, screening or scoring, counts as one evaluation. The search stops
 after a sweep over the boundaries without improvement, after ``SWEEPS`` sweeps, or when its
 work budget (evaluations) is spent. It is deterministic, keeps only strict improvements
 (the assignment returned is the incumbent itself when nothing improves) and never reads a
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfsearch.cost.layout import Control
+from dfsearch.cost.evaluate import set_cost
+from dfsearch.cost.layout import NUM_SET, Control, SetSlot
 from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 
@@ -32,9 +36,11 @@ __all__ = ["SWEEPS", "Moved", "move_boundaries"]
 
 #: sweeps over the boundaries at most
 SWEEPS = 3
-#: a move is kept when it lowers the final time by this (relative); one that changes it by
-#: less keeps it (a second move may follow)
+#: a move is kept when it lowers the final time by this (relative); one that changes the
+#: summed IIs by less keeps them (a second move may follow)
 IMPROVEMENT = 1e-12
+#: moves (or pairs) scored on the whole problem per visit of a boundary at most
+VERIFIED = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +54,15 @@ class Moved:
     stopped: bool  #: the control array (deadline, stop flag) stopped it
 
 
-def move_boundaries(problem: Problem, config: tuple[int, ...], allowed: np.ndarray,
-                    control: np.ndarray, *, budget: float) -> Moved:  # fmt: skip
+def move_boundaries(problem: Problem, config: tuple[int, ...], allowed: np.ndarray, bw: float,
+                    live_cap: float, control: np.ndarray, *, budget: float) -> Moved:  # fmt: skip
     """Boundary moves from ``config`` (module docstring) within ``budget`` evaluations;
-    ``allowed[k, c]`` (pins, FWD/BWD rule) holds for every move."""
+    ``allowed[k, c]`` (pins, FWD/BWD rule) holds for every move; ``bw`` and ``live_cap``
+    are the DRAM regime the moves are screened in."""
     ev = Evaluator(problem)
     cfg = np.asarray(config, np.int64)
-    finals, _, _ = ev.batch(cfg[None, :])
-    best = float(finals[0])
-    work = _Work(ev, budget, 1)
+    work = _Work(problem, ev, bw, live_cap, budget)
+    best = work.score(cfg)
     moves = 0
     for _ in range(SWEEPS):
         gained = False
@@ -74,46 +80,84 @@ def move_boundaries(problem: Problem, config: tuple[int, ...], allowed: np.ndarr
 
 
 class _Work:
-    """The evaluator with a count of the scorings spent against a budget."""
+    """The costings of one problem, counted against a budget: whole-problem scorings
+    (``score``) and the II of one configuration (``ii``)."""
 
-    def __init__(self, ev: Evaluator, budget: float, used: int) -> None:
-        self.ev, self.budget, self.used = ev, budget, used
+    def __init__(self, problem, ev: Evaluator, bw: float, live_cap: float, budget: float):
+        self.problem, self.ev, self.bw, self.live_cap = problem, ev, bw, live_cap
+        self.budget, self.used = budget, 0
+        n = problem.num_kernels
+        self.scratch = (np.zeros(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
+                        np.zeros(n, np.int64), np.zeros(NUM_SET))  # fmt: skip
 
     def spent(self) -> bool:
         return self.used >= self.budget
 
-    def score(self, rows: list[np.ndarray]) -> np.ndarray:
-        """Final times of ``rows`` (inf where infeasible)."""
-        self.used += len(rows)
-        finals, _, _ = self.ev.batch(np.stack(rows))
-        return finals
+    def score(self, cfg: np.ndarray) -> float:
+        """The final time of ``cfg`` (inf where infeasible)."""
+        self.used += 1
+        finals, _, _ = self.ev.batch(cfg[None, :])
+        return float(finals[0])
+
+    def pair(self, cfg: np.ndarray, c: int) -> float:
+        """The summed IIs of configurations c and c + 1 of ``cfg`` (inf where one does not
+        fit), each costed on its own with the lone weight kernels before it marked."""
+        return self.ii(cfg, c) + self.ii(cfg, c + 1)
+
+    def ii(self, cfg: np.ndarray, c: int) -> float:
+        self.used += 1
+        kt = self.problem.kernels
+        where = np.where(cfg < c, 2, np.where(cfg == c, 1, 0)).astype(np.int8)
+        counts = np.bincount(cfg, minlength=self.problem.num_config)
+        where[(where == 2) & (kt.is_weight == 1) & (counts[cfg] == 1)] = 3
+        members, k_pl, k_ps, zero, out = self.scratch
+        set_cost(kt, self.problem.edges, self.problem.constants, where, self.bw, self.live_cap, 2,
+                 members, k_pl, k_ps, zero, out)  # fmt: skip
+        return float(out[SetSlot.II])
 
 
 def _improve_boundary(problem, cfg, c, allowed, best, work):
-    """(the assignment, its final time, kernels moved) of the best single move across the
-    boundary c | c + 1 that lowers ``best``, else of the best pair of a move that keeps it
-    and a second move; (None, best, 0) when none does."""
-    rows = [_moved(cfg, k, to) for k, to in _movable(problem, cfg, c, allowed)]
-    if not rows:
+    """(the assignment, its final time, kernels moved) of the first screened single move
+    across the boundary c | c + 1 that lowers ``best``, else of the first pair of a move that
+    keeps the two IIs and a second move; (None, best, 0) when none does."""
+    base = work.pair(cfg, c)
+    if not np.isfinite(base):
         return None, best, 0
-    finals = work.score(rows)
-    i = int(np.argmin(finals))
-    if finals[i] < best * (1 - IMPROVEMENT):
-        return rows[i], float(finals[i]), 1
-    pair, value = None, best
-    for j in np.flatnonzero(finals <= best * (1 + IMPROVEMENT)):
+    tol = IMPROVEMENT * base
+    firsts, lower, keeps = [], [], []
+    for k, to in _movable(problem, cfg, c, allowed):
+        row = _moved(cfg, k, to)
+        delta = work.pair(row, c) - base
+        firsts.append(row)
+        (lower if delta < -tol else keeps if delta <= tol else []).append((delta, len(firsts) - 1))
+    new, value = _verified([firsts[i] for _, i in sorted(lower)], best, work)
+    if new is not None:
+        return new, value, 1
+    pairs = []
+    for _, i in keeps:
         if work.spent():
             break
-        first = rows[j]
-        seconds = [_moved(first, k, to) for k, to in _movable(problem, first, c, allowed)]
-        seconds = [r for r in seconds if not np.array_equal(r, cfg)]  # not the move undone
-        if not seconds:
-            continue
-        f2 = work.score(seconds)
-        i = int(np.argmin(f2))
-        if f2[i] < value * (1 - IMPROVEMENT):
-            pair, value = seconds[i], float(f2[i])
-    return (pair, value, 2) if pair is not None else (None, best, 0)
+        first = firsts[i]
+        for k, to in _movable(problem, first, c, allowed):
+            row = _moved(first, k, to)
+            if not np.array_equal(row, cfg):  # not the first move undone
+                delta = work.pair(row, c) - base
+                if delta < -tol:
+                    pairs.append((delta, len(pairs), row))
+    new, value = _verified([row for _, _, row in sorted(pairs, key=lambda t: t[:2])], best, work)
+    return (new, value, 2) if new is not None else (None, best, 0)
+
+
+def _verified(rows, best, work):
+    """(the first of ``rows``, at most ``VERIFIED``, whose final time is below ``best``, that
+    time), or (None, best)."""
+    for row in rows[:VERIFIED]:
+        if work.spent():
+            break
+        value = work.score(row)
+        if value < best * (1 - IMPROVEMENT):
+            return row, value
+    return None, best
 
 
 def _movable(problem, cfg, c, allowed) -> list[tuple[int, int]]:
