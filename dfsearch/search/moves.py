@@ -126,6 +126,8 @@ def _improve_boundary(problem, cfg, c, allowed, best, work):
     tol = IMPROVEMENT * base
     firsts, lower, keeps = [], [], []
     for k, to in _movable(problem, cfg, c, allowed):
+        if work.spent():
+            break
         row = _moved(cfg, k, to)
         delta = work.pair(row, c) - base
         firsts.append(row)
@@ -139,6 +141,8 @@ def _improve_boundary(problem, cfg, c, allowed, best, work):
             break
         first = firsts[i]
         for k, to in _movable(problem, first, c, allowed):
+            if work.spent():
+                break
             row = _moved(first, k, to)
             if not np.array_equal(row, cfg):  # not the first move undone
                 delta = work.pair(row, c) - base
