@@ -38,6 +38,7 @@ from dfsearch.search.graph_bound import (
 )
 from dfsearch.search.layered import composed_order, layer_of, layered_split, repeated_layer
 from dfsearch.search.lns import improve
+from dfsearch.search.moves import move_boundaries
 
 __all__ = ["Assignment", "assign_configs", "lone_misfits", "MAX_IDEAL_KERNELS"]
 
@@ -53,6 +54,8 @@ MAX_ANNEAL_KERNELS = 128
 #: unproven answer in "auto" (``search/lns.py``), with this many evaluations per kernel
 LNS_KERNELS = MAX_IDEAL_KERNELS + 1
 LNS_EVALS_PER_KERNEL = 2_000
+#: evaluations per kernel that the boundary moves may spend after it (``search/moves.py``)
+MOVE_EVALS_PER_KERNEL = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +173,9 @@ def assign_configs(
     if method == "auto" and wide and not stopped and lb < best.value_ns * (1 - 1e-12):
         best, used, stopped = _neighbourhoods(problem, best, allowed, control, seed, total_evals)
         total_evals += used
+        if not stopped and lb < best.value_ns * (1 - 1e-12):  # then single kernels across
+            best, used, stopped = _boundary_moves(problem, best, allowed, control, total_evals)
+            total_evals += used
     # proven optimal: by the exact search, or by a lower bound that meets the answer
     exhaustive = lb >= best.value_ns * (1 - 1e-12)
     return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
@@ -187,6 +193,20 @@ def _neighbourhoods(problem, best, allowed, control, seed, spent):
     r = improve(problem, best.config, allowed, bw, live_cap, control, seed=seed, budget=budget)
     if r.accepted and r.value_ns < best.value_ns:
         best = Assignment(r.config, r.value_ns, f"{best.method}+lns", False, 0, {})
+    return best, r.evaluations, r.stopped
+
+
+def _boundary_moves(problem, best, allowed, control, spent):
+    """The boundary moves (``search/moves.py``) from ``best`` within
+    ``MOVE_EVALS_PER_KERNEL`` evaluations per kernel and what the work budget has left after
+    ``spent``. Returns (the better assignment, evaluations, stopped)."""
+    budget = min(MOVE_EVALS_PER_KERNEL * problem.num_kernels, float(control[Control.MAX_EVALS]) - spent)
+    if budget <= 0:
+        return best, 0, False
+    bw, live_cap = _regimes(problem)[0]
+    r = move_boundaries(problem, best.config, allowed, bw, live_cap, control, budget=budget)
+    if r.moves and r.value_ns < best.value_ns:
+        best = Assignment(r.config, r.value_ns, f"{best.method}+moves", False, 0, {})
     return best, r.evaluations, r.stopped
 
 
