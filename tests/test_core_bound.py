@@ -2,8 +2,9 @@
 bound") and the step count that lets the chain bound give up before costing anything.
 
 * ``core_table`` is the fewest cores that reach each cycle target, by brute force over
-  every (lanes, stages) pair; ``_least_core_cycles`` is the least rounded work over every
-  target, by brute force over all targets up to the largest kernel's one-core cycles.
+  every (lanes, stages) pair; the left-out kernels' fill of the cores is at least the work
+  of any of them that fit (brute force over their counts), and a step's cost is the least
+  over every target (brute force over all integer targets in range).
 * The bound never exceeds the summed II of any feasible assignment (exhaustive enumeration
   on random cycle-model problems), with every kernel kept and with kernels left out (the
   priced variant), and it is sharper than the additive bound on some of them.
@@ -42,24 +43,57 @@ def test_core_table_is_the_fewest_cores_per_target(a, b, z, cores):
         assert ms[np.searchsorted(taus, tau, side="right") - 1] == fewest, tau
 
 
-def test_least_core_cycles_is_the_least_rounded_work_over_every_target():
-    rng = np.random.default_rng(7)
-    for _ in range(30):
-        cores = int(rng.integers(2, 12))
-        kinds = [tuple(int(x) for x in rng.integers(1, 9, 3)) for _ in range(int(rng.integers(1, 4)))]
-        counts = rng.integers(1, 3, len(kinds))
-        tables = [cob.core_table(a, b, z, cores) for a, b, z in kinds]
-        tau0 = max(float(t[0][0]) for t in tables) + float(rng.integers(0, 6))
+def _left_out_case(seed: int):
+    """A random ``_LeftOut`` on a chip of 4..11 cores (kernels of a, b, z in 1..8, two
+    kept types and one to three left-out ones) and a kept step's tables and counts."""
+    import types as pytypes
 
-        top = max(a * b * z for a, b, z in kinds) + 2
-        brute = min(_rounded(float(t), tables, counts, cores) for t in range(int(tau0), top))
-        assert cob._least_core_cycles(tau0, tables, counts, cores) == pytest.approx(brute, rel=1e-12)
+    rng = np.random.default_rng(seed)
+    cores = int(rng.integers(4, 12))
+    kinds = [tuple(int(x) for x in rng.integers(1, 9, 3)) for _ in range(int(rng.integers(1, 4)))]
+    tables = [cob.core_table(a, b, z, cores) for a, b, z in kinds]
+    left = object.__new__(cob._LeftOut)
+    left.cores, left.tables = cores, tables
+    left.counts = rng.integers(1, 4, len(kinds)).astype(float)
+    left.work = np.array([float(a * b * z) for a, b, z in kinds])
+    left.total = float((left.counts * left.work).sum())
+    kept = [cob.core_table(*(int(x) for x in rng.integers(1, 9, 3)), cores) for _ in range(2)]
+    return pytypes.SimpleNamespace(left=left, kept=kept, counts=np.array([1, 1]), cores=cores)
 
 
-def _rounded(tau: float, tables, counts, cores: int) -> float:
-    """sum_k tau m_k(tau) / cores, m_k read off each kernel's ``core_table``."""
-    return sum(c * tau * ms[np.searchsorted(taus, tau, side="right") - 1]
-               for (taus, ms), c in zip(tables, counts)) / cores  # fmt: skip
+def test_left_out_fill_is_at_least_the_work_of_every_subset_that_fits():
+    """X(tau) >= the one-core work of any whole left-out kernels whose cores fit what the
+    kept ones leave (brute force over the counts of each type)."""
+    import itertools
+
+    for seed in range(40):
+        case = _left_out_case(seed)
+        left = case.left
+        taus = np.arange(1.0, 80.0)
+        filled = left._fill(taus, case.kept, case.counts)
+        for i, tau in enumerate(taus):
+            room = case.cores - sum(c * _m(t, tau) for t, c in zip(case.kept, case.counts))
+            for d in itertools.product(*(range(int(c) + 1) for c in left.counts)):
+                need = sum(n * _m(t, tau) for t, n in zip(left.tables, d))
+                if need <= room:
+                    work = sum(n * w for n, w in zip(d, left.work))
+                    assert work <= filled[i] * (1 + 1e-12), (seed, tau, d)
+
+
+def test_left_out_step_is_the_least_over_every_target():
+    for seed in range(40):
+        case = _left_out_case(seed)
+        left = case.left
+        tau0 = max(t[0][0] for t in case.kept) + float(seed % 5)
+        dense = np.arange(tau0, tau0 + left.total / case.cores + 2)
+        brute = (dense - left._fill(dense, case.kept, case.counts) / case.cores).min()
+        assert left.step(tau0, case.kept, case.counts) == pytest.approx(brute, rel=1e-12)
+
+
+def _m(table, tau: float) -> float:
+    """Fewest cores at ``tau`` cycles from a ``core_table`` (inf below its fewest cycles)."""
+    taus, ms = table
+    return math.inf if tau < taus[0] else ms[np.searchsorted(taus, tau, side="right") - 1]
 
 
 def _checked(choose=None, monkeypatch=None) -> tuple[int, int]:
@@ -94,7 +128,7 @@ def test_core_bound_is_below_every_feasible_assignment():
 @pytest.mark.parametrize("which", [1, 2])
 def test_core_bound_with_kernels_left_out_is_below_every_feasible_assignment(which, monkeypatch):
     """Which = 1: the group without its sinks; 2: the ancestors of its last kernel; the
-    kept kernels' steps are priced by their rounded work, the left-out ones by w / P."""
+    left-out kernels fill the cores the kept ones leave (``_LeftOut``)."""
     checked, _ = _checked(lambda choices: choices[which], monkeypatch)
     assert checked >= 40
 

@@ -53,7 +53,8 @@ def core_bound_ns(problem: Problem, allowed: np.ndarray) -> float:
     types, tables = _types(problem)
     total = 0.0
     for g in groups:
-        part = _group_cycles(problem, g, topo, types, tables)
+        configs = int(allowed[g].any(axis=0).sum())  # the configurations its kernels may use
+        part = _group_cycles(problem, g, topo, types, tables, configs)
         if part is None:
             return 0.0
         total += part
@@ -86,28 +87,83 @@ def _types(problem: Problem):
     return types.ravel(), tables
 
 
-def _group_cycles(problem, group, topo, types, tables) -> float | None:
-    """The summed-cycles bound of one group: the first choice of kept kernels
-    (``chain_bound._choices``) whose ideals and steps fit the budgets."""
-    et, kt = problem.edges, problem.kernels
-    work = np.where((kt.a > 0) & (kt.b > 0) & (kt.z > 0),
-                    kt.a.astype(float) * kt.b.astype(float) * kt.z.astype(float), 0.0)  # fmt: skip
+def _group_cycles(problem, group, topo, types, tables, configs: int) -> float | None:
+    """The summed-cycles bound of one group whose kernels may use ``configs``
+    configurations: the first choice of kept kernels (``chain_bound._choices``) whose
+    ideals and steps fit the budgets."""
+    et = problem.edges
     for keep in _choices(problem, group, topo):
         ideals = _ideals(keep, et, group[et.src] & group[et.dst])
         if ideals is None:
             continue
-        left_out = group & ~keep
-        path = _shortest_path(problem, keep, ideals, types, tables, bool(left_out.any()))
+        left = _LeftOut(problem, group & ~keep, types, tables)
+        path = _shortest_path(problem, keep, ideals, types, tables, left, configs)
         if path is not None:
-            return path + float(work[left_out].sum()) / int(problem.constants.cores)
+            return path + left.total / left.cores
     return None
 
 
-def _shortest_path(problem, keep, ideals, types, tables, lenient) -> float | None:
-    """Shortest path of summed step cycles from the empty ideal to all kept kernels (local
-    index i = the i-th kept kernel); None beyond ``MAX_STEPS`` steps. A step is taken only
-    where a configuration can be: at most ``cores`` kernels, and with two or more kernels
-    their weights (and extra bytes) within the SRAM (1e-9 tolerance)."""
+class _LeftOut:
+    """The kernels D of a group that the chain leaves out, by (a, b, z) type: a step of
+    kept kernels S whose exact allocation takes tau(S) cycles costs the least of
+    tau - X_S(tau) / P over tau >= tau(S), where X_S(tau) is the most one-core work of D
+    that fits the cores S leaves at tau (a fractional knapsack: a kernel of D takes its
+    m(tau) cores and brings its work w); without D, tau(S) itself."""
+
+    def __init__(self, problem, left_out, types, tables):
+        kt = problem.kernels
+        self.cores = int(problem.constants.cores)
+        ids, counts = np.unique(types[left_out], return_counts=True)
+        self.tables = [tables[t] for t in ids]
+        self.counts = counts.astype(np.float64)
+        ks = np.flatnonzero(left_out)
+        self.work = np.array([_work(kt, ks[types[ks] == t][0]) for t in ids], np.float64)
+        self.total = float((self.counts * self.work).sum())
+
+    def step(self, tau0: float, tables, counts) -> float:
+        """The cost of a step of kept kernels (``counts[i]`` of ``tables[i]``) whose exact
+        allocation takes ``tau0`` cycles. Between two targets where some m drops, tau grows
+        and X does not, so only ``tau0`` and the targets above it are candidates; since
+        X <= w(D), none at or above tau0 + w(D) / P can win."""
+        if not len(self.tables):
+            return tau0
+        limit = tau0 + self.total / self.cores
+        cand = [np.array([tau0])] + [t[(t > tau0) & (t < limit)] for t, _ in tables + self.tables]
+        taus = np.unique(np.concatenate(cand))
+        return float((taus - self._fill(taus, tables, counts) / self.cores).min())
+
+    def _fill(self, taus, tables, counts) -> np.ndarray:
+        """X(tau) per target: D's kernels (value w, size m(tau), ``self.counts`` of each)
+        into the cores the kept kernels (``counts`` of ``tables``) leave, greedily by value
+        per core, the last one in part (the fractional knapsack's optimum)."""
+        room = np.full(len(taus), float(self.cores))
+        for (t, m), c in zip(tables, counts):
+            room -= c * m[np.searchsorted(t, taus, side="right") - 1]
+        size = np.stack([m[np.maximum(np.searchsorted(t, taus, side="right") - 1, 0)]
+                         for t, m in self.tables], axis=1)  # fmt: skip
+        fits = taus[:, None] >= np.array([t[0] for t, _ in self.tables])[None, :]
+        size = np.where(fits, size, 0.0)  # below its fewest cycles a kernel cannot join
+        ratio = np.where(fits, self.work[None, :] / np.maximum(size, 1.0), 0.0)
+        order = np.argsort(-ratio, axis=1, kind="stable")
+        sizes = np.take_along_axis(size * self.counts[None, :], order, axis=1)
+        rates = np.take_along_axis(ratio, order, axis=1)
+        before = np.cumsum(sizes, axis=1) - sizes
+        taken = np.clip(np.maximum(room, 0.0)[:, None] - before, 0.0, sizes)
+        return (taken * rates).sum(axis=1)
+
+
+def _work(kt, k: int) -> float:
+    """Kernel k's cycles on one core, a b z (0 without work)."""
+    a, b, z = int(kt.a[k]), int(kt.b[k]), int(kt.z[k])
+    return float(a) * b * z if a > 0 and b > 0 and z > 0 else 0.0
+
+
+def _shortest_path(problem, keep, ideals, types, tables, left, configs) -> float | None:
+    """Least summed step costs (``_LeftOut.step``) from the empty ideal to all kept kernels
+    (local index i = the i-th kept kernel) in at most ``configs`` steps (each step is a
+    configuration of its own); None beyond ``MAX_STEPS`` steps. A step is taken only where
+    a configuration can be: at most ``cores`` kernels, and with two or more kernels their
+    weights (and extra bytes) within the SRAM (1e-9 tolerance)."""
     preds, succs, order = ideals
     kt, cn = problem.kernels, problem.constants
     ks = np.flatnonzero(keep)
@@ -116,12 +172,13 @@ def _shortest_path(problem, keep, ideals, types, tables, lenient) -> float | Non
     cores = int(cn.cores)
     shift = cores.bit_length() + 1  # a type's count in one step never reaches 2**shift
     unit = [1 << (shift * int(types[k])) for k in ks]
-    cost = _StepCost(problem, ks, types, tables, lenient)
-    best = {mask: math.inf for mask, _ in order}
-    best[0] = 0.0
+    cost = _StepCost(problem, ks, types, tables, left)
+    index = {mask: i for i, (mask, _) in enumerate(order)}
+    best = np.full((len(order), configs + 1), math.inf)  # [ideal, steps taken]
+    best[0, 0] = 0.0
     steps = 0
     for a, front in order:
-        da = best[a]
+        ends, costs = [], []  # the steps from a (each to a different ideal)
         stack = [(0, front, 0, 0.0, 0)]
         seen = set()
         while stack:
@@ -138,25 +195,28 @@ def _shortest_path(problem, keep, ideals, types, tables, lenient) -> float | Non
                 if steps > MAX_STEPS:
                     return None
                 b = a | s2
-                db = da + cost(key2, s2)
-                if db < best[b]:
-                    best[b] = db
+                ends.append(index[b])
+                costs.append(cost(key2, s2))
                 if cnt2 < cores and w2 <= room:
                     grown = tuple(j for j in fr if j != k) + tuple(
                         j for j in succs[k] if preds[j] & ~b == 0)
                     stack.append((s2, grown, cnt2, w2, key2))
-    return best[order[-1][0]]
+        if ends:  # ideals grow along a step, so a's row is final when its turn comes
+            rows = np.array(ends)
+            via = best[index[a], :-1][None, :] + np.array(costs)[:, None]
+            best[rows, 1:] = np.minimum(best[rows, 1:], via)
+    end = float(best[-1].min())
+    return end if math.isfinite(end) else None  # (a feasible assignment is such a path)
 
 
 class _StepCost:
-    """The cycles bound of one step, cached by the counts of its kernels' (a, b, z) types
-    (``key``): the exact core allocation tau(S), or with kernels left out (``lenient``)
-    the least of sum_{k in S} tau m_k(tau) / P over tau >= tau(S)."""
+    """The cost of one step (``_LeftOut.step`` of its exact allocation), cached by the
+    counts of its kernels' (a, b, z) types (``key``)."""
 
-    def __init__(self, problem, ks, types, tables, lenient):
+    def __init__(self, problem, ks, types, tables, left):
         self.kt, self.ks, self.types, self.tables = problem.kernels, ks, types, tables
         self.cores = int(problem.constants.cores)
-        self.lenient = lenient
+        self.left = left
         self.cache: dict[int, float] = {}
         n = len(problem.kernels.a)
         self.zero = np.zeros(n, np.int64)
@@ -172,30 +232,7 @@ class _StepCost:
         kt = self.kt
         tau, status, _ = _allocate(members, 0, len(members), kt.a, kt.b, kt.z, self.cores,
                                    self.zero, self.zero, self.pl, self.ps)  # fmt: skip
-        if status != Status.OK:
-            return 0.0  # never for a step of at most ``cores`` free kernels
-        if not self.lenient:
-            return float(tau)
+        if status != Status.OK:  # never for a step of at most ``cores`` free kernels
+            return 0.0
         ids, counts = np.unique(self.types[members], return_counts=True)
-        return _least_core_cycles(float(tau), [self.tables[t] for t in ids], counts,
-                                  self.cores)
-
-
-def _least_core_cycles(tau0: float, tables, counts, cores: int) -> float:
-    """min over tau >= ``tau0`` of sum_k tau m_k(tau) / ``cores`` for ``counts[i]`` kernels
-    of table ``tables[i]`` (``core_table``). Between two targets where some m_k drops the
-    sum grows with tau, so only ``tau0`` and the tables' targets above it are candidates;
-    m_k >= 1, so none at or above best / (kernels) can win."""
-
-    def value(t: np.ndarray) -> np.ndarray:
-        used = np.zeros(len(t))
-        for (taus, ms), c in zip(tables, counts):
-            used += c * ms[np.searchsorted(taus, t, side="right") - 1]
-        return t * used
-
-    best = float(value(np.array([tau0]))[0])
-    limit = best / float(np.sum(counts))
-    cand = np.unique(np.concatenate([taus[(taus > tau0) & (taus < limit)] for taus, _ in tables]))
-    if len(cand):
-        best = min(best, float(value(cand).min()))
-    return best / cores
+        return self.left.step(float(tau), [self.tables[t] for t in ids], counts)
