@@ -67,10 +67,11 @@ def _group_bound(problem, group, topo, terms, edge_tm) -> float | None:
     and for the memory alone the same plus what the left-out kernels surely read and write;
     the first choice of D (``_choices``) whose ideals and steps fit the budgets."""
     et = problem.edges
+    cycle = bool(problem.constants.cycle_model)  # (where a costed step is dearest)
     for keep in _choices(problem, group, topo):
         budget = [MAX_STEPS]
         ideals = _ideals(keep, et, group[et.src] & group[et.dst])
-        if ideals is None or _steps_over(problem, keep, ideals, MAX_STEPS):
+        if ideals is None or (cycle and _steps_over(problem, keep, ideals, MAX_STEPS)):
             continue  # (each step costs at least 1 of the budget: the path would give up)
         full, mem = _shortest_paths(problem, group, keep, ideals, terms, edge_tm, budget)
         if full is None:

@@ -5,14 +5,12 @@ sees the integral core allocation of each configuration.
 A configuration's compute is T_c x tau_c / f, with tau_c the fewest cycles of its slowest
 kernel over the allocations of the chip's P cores (``evaluate._allocate``): kernel k then
 holds at least m_k(tau_c) cores, the fewest with which it reaches tau_c cycles, and the
-m_k sum to at most P. So P tau_c >= sum_k tau_c m_k(tau_c), and tau_c m_k(tau) >= w_k
-(w_k = a b z, the kernel's cycles on one core): the rounding of cores that the additive
-bound (summed work / P) does not see. The configurations of a group of kernels are the
-steps of a chain of order ideals (as in ``chain_bound``); a step S costs tau(S), its exact
-core allocation, or when some kernels D of the group are left out (too many ideals) the
-least of sum_{k in S} tau m_k(tau) / P over tau >= tau(S), and the left-out kernels add
-w(D) / P: a configuration holding S and some of D has P tau_c >= sum_S tau_c m_k(tau_c) +
-sum_D w_k. The shortest path is at most the summed tau_c of every feasible assignment.
+m_k sum to at most P. The configurations of a group of kernels are the steps of a chain of
+order ideals (as in ``chain_bound``), at most as many as the group has configurations; a
+step S costs tau(S), its exact core allocation, or when some kernels D of the group are
+left out (too many ideals) the least of tau - X_S(tau) / P over tau >= tau(S), X_S(tau)
+the most one-core work w = a b z of D that fits the cores S leaves at tau; D then adds
+w(D) / P. The shortest path is at most the summed tau_c of every feasible assignment.
 """
 
 from __future__ import annotations
@@ -27,21 +25,23 @@ from dfsearch.cost.lower import Problem
 from dfsearch.search import _dp
 from dfsearch.search.chain_bound import _bits, _choices, _ideals
 
-__all__ = ["MAX_STEPS", "core_bound_ns", "core_table"]
+__all__ = ["MAX_CORES", "MAX_STEPS", "core_bound_ns", "core_table"]
 
 #: configurations (steps of the shortest path) enumerated per group and choice of kept
 #: kernels before the next choice is tried (then the bound gives up)
 MAX_STEPS = 400_000
+#: chips with more cores are not bounded (each kernel type's table visits every budget)
+MAX_CORES = 16_384
 
 
 def core_bound_ns(problem: Problem, allowed: np.ndarray) -> float:
     """The core-allocation bound of ``problem``'s summed IIs (every II is at least its
-    compute, in every overlap mode); 0 outside the cycle model, or when a group's ideals or
-    steps exceed the budgets (``chain_bound.MAX_IDEALS``, ``MAX_STEPS``) for every choice
-    of kept kernels."""
+    compute, in every overlap mode); 0 outside the cycle model, on chips of more than
+    ``MAX_CORES`` cores, or when a group's ideals or steps exceed the budgets
+    (``chain_bound.MAX_IDEALS``, ``MAX_STEPS``) for every choice of kept kernels."""
     kt, et, cn = problem.kernels, problem.edges, problem.constants
     n = problem.num_kernels
-    if n == 0 or not cn.cycle_model or cn.cores < 1:
+    if n == 0 or not cn.cycle_model or not 1 <= cn.cores <= MAX_CORES:
         return 0.0
     last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
     first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
@@ -64,7 +64,7 @@ def core_bound_ns(problem: Problem, allowed: np.ndarray) -> float:
 
 def core_table(a: int, b: int, z: int, cores: int) -> tuple[np.ndarray, np.ndarray]:
     """(tau ascending, m descending): a kernel of ``a`` x ``b`` x ``z`` reaches tau[j]
-    cycles with m[j] cores and needs m[j] cores for any target in [tau[j], tau[j-1]), none
+    cycles with m[j] cores and needs m[j] cores for any target in [tau[j], tau[j+1]), none
     fewer (``min_cycles`` of every core budget 1..``cores``); below tau[0] it cannot."""
     taus, ms = [], []
     prev = math.inf
