@@ -157,3 +157,28 @@ def test_steps_over_means_the_chain_bound_would_run_out_of_the_same_budget():
                 else:
                     seen_under += 1
     assert seen_over >= 5 and seen_under >= 5
+
+
+def test_two_layer_cycle_model_stack_states_the_core_bound():
+    """``benchmarks/data/hard/gpt_cycle_48.toml`` cut to 2 layers (4 configurations, 16
+    tiles): the search states at least the core-allocation bound, above the additive bound
+    (which sees only work / cores) and below the answer."""
+    from pathlib import Path
+
+    from dfsearch.cost.lower import Outer, lower
+    from dfsearch.loader import load_toml_spec
+    from dfsearch.search.assign import assign_configs
+    from dfsearch.search.sharding import solve_spec_sharding
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "benchmarks" / "data" / "hard" / "gpt_cycle_48.toml").read_text()
+    text = text.replace("num_layer_in_graph = 48", "num_layer_in_graph = 2")
+    text = text.replace("num_config = 96", "num_config = 4")
+    spec = load_toml_spec(text, file="stack2.toml", base_dir=root / "dfsearch" / "examples")
+    problem = lower(spec, Outer((4,), solve_spec_sharding(spec, (4,), 16).sharding, 1, 16, 4))
+    allowed = _allowed(problem)
+    bw = _regimes(problem)[0][0]
+    core = cob.core_bound_ns(problem, allowed)
+    result = assign_configs(problem)
+    assert graph_bound_ns(problem, bw, allowed) * (1 + 1e-3) < core <= result.value_ns
+    assert result.bound_ns >= core
