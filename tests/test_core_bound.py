@@ -80,6 +80,18 @@ def test_left_out_fill_is_at_least_the_work_of_every_subset_that_fits():
                     assert work <= filled[i] * (1 + 1e-12), (seed, tau, d)
 
 
+def test_left_out_fill_takes_whole_kernels_when_their_cores_share_a_divisor():
+    """8 cores at a target of 4 cycles: the kept kernel (3 x 1 x 4) takes 3 cores, each of
+    two left-out kernels (4 x 1 x 4, work 16) takes 4, so only one fits in the 5 left: 16,
+    not the fractional 5 / 4 x 16 = 20."""
+    left = object.__new__(cob._LeftOut)
+    left.cores, left.tables = 8, [cob.core_table(4, 1, 4, 8)]
+    left.counts, left.work = np.array([2.0]), np.array([16.0])
+    left.total = 32.0
+    kept = [cob.core_table(3, 1, 4, 8)]
+    assert left._fill(np.array([4.0]), kept, np.array([1]))[0] == 16.0
+
+
 def test_left_out_step_is_the_least_over_every_target():
     for seed in range(40):
         case = _left_out_case(seed)

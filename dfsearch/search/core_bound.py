@@ -108,7 +108,8 @@ class _LeftOut:
     kept kernels S whose exact allocation takes tau(S) cycles costs the least of
     tau - X_S(tau) / P over tau >= tau(S), where X_S(tau) is the most one-core work of D
     that fits the cores S leaves at tau (a fractional knapsack: a kernel of D takes its
-    m(tau) cores and brings its work w); without D, tau(S) itself."""
+    m(tau) cores and brings its work w; whole kernels take a multiple of the greatest
+    common divisor of those m(tau)); without D, tau(S) itself."""
 
     def __init__(self, problem, left_out, types, tables):
         kt = problem.kernels
@@ -144,11 +145,14 @@ class _LeftOut:
         fits = taus[:, None] >= np.array([t[0] for t, _ in self.tables])[None, :]
         size = np.where(fits, size, 0.0)  # below its fewest cycles a kernel cannot join
         ratio = np.where(fits, self.work[None, :] / np.maximum(size, 1.0), 0.0)
+        # whole kernels take a multiple of the sizes' greatest common divisor
+        unit = np.maximum(np.gcd.reduce(size.astype(np.int64), axis=1), 1)
+        room = np.floor(np.maximum(room, 0.0) / unit) * unit
         order = np.argsort(-ratio, axis=1, kind="stable")
         sizes = np.take_along_axis(size * self.counts[None, :], order, axis=1)
         rates = np.take_along_axis(ratio, order, axis=1)
         before = np.cumsum(sizes, axis=1) - sizes
-        taken = np.clip(np.maximum(room, 0.0)[:, None] - before, 0.0, sizes)
+        taken = np.clip(room[:, None] - before, 0.0, sizes)
         return (taken * rates).sum(axis=1)
 
 
