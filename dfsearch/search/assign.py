@@ -28,6 +28,7 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
 from dfsearch.search.chain_bound import chain_bound_ns
+from dfsearch.search.core_bound import core_bound_ns
 from dfsearch.search.crowded_split import crowded_split
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
@@ -291,8 +292,8 @@ def _solve_regime(problem, bw, live_cap, topo, allowed, stats, method, max_state
                                          assign=assign_configs)  # fmt: skip
         if value5 < value:  # the one-layer mapping repeated beats the split
             value, assign, used = value5, assign5, "repeated-layer"
-    if value > bound * (1 + 1e-12):  # the chain of configurations, each costed on its own
-        bound = max(bound, chain_bound_ns(problem, bw, allowed))
+    if value > bound * (1 + 1e-12):  # each configuration on its own: its cores, its chain
+        bound = _configuration_bounds(problem, bw, allowed, value, bound)
     return value, assign, used, False, bound
 
 
@@ -308,6 +309,17 @@ def _crowded(problem, topo, allowed, bw, live_cap, stats, control, method, answe
         if value6 < value:  # configurations crowded around the network-heavy kernels
             value, assign, used = value6, assign6, "crowded-split"
     return value, assign, used, max(bound, crowded)
+
+
+def _configuration_bounds(problem, bw, allowed, value, bound):
+    """``bound`` raised by the bounds that follow the configurations themselves, while none
+    meets ``value``: in the cycle model each configuration's integral core allocation
+    (``core_bound``), then the chain of configurations, each costed on its own
+    (``chain_bound``)."""
+    bound = max(bound, core_bound_ns(problem, allowed))
+    if value > bound * (1 + 1e-12):
+        bound = max(bound, chain_bound_ns(problem, bw, allowed))
+    return bound
 
 
 def _incumbent_reserve(problem: Problem, control: np.ndarray) -> float:

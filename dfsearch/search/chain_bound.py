@@ -67,11 +67,12 @@ def _group_bound(problem, group, topo, terms, edge_tm) -> float | None:
     and for the memory alone the same plus what the left-out kernels surely read and write;
     the first choice of D (``_choices``) whose ideals and steps fit the budgets."""
     et = problem.edges
+    cycle = bool(problem.constants.cycle_model)  # (where a costed step is dearest)
     for keep in _choices(problem, group, topo):
         budget = [MAX_STEPS]
         ideals = _ideals(keep, et, group[et.src] & group[et.dst])
-        if ideals is None:
-            continue
+        if ideals is None or (cycle and _steps_over(problem, keep, ideals, MAX_STEPS)):
+            continue  # (each step costs at least 1 of the budget: the path would give up)
         full, mem = _shortest_paths(problem, group, keep, ideals, terms, edge_tm, budget)
         if full is None:
             continue
@@ -132,6 +133,37 @@ def _ideals(keep, et, inner):
         out += nxt
         level = nxt
     return preds, succs, out
+
+
+def _steps_over(problem, keep, ideals, limit: int) -> bool:
+    """Whether more than ``limit`` steps fit (``_Step.fits``): the steps that
+    ``_shortest_paths`` takes and charges to its budget, enumerated the same way without
+    costing them."""
+    preds, succs, order = ideals
+    kt, cn = problem.kernels, problem.constants
+    w = (kt.weight_sram + kt.sram_extra)[np.flatnonzero(keep)]
+    room = cn.sram_cap * (1 + 1e-9) if cn.sram_check else math.inf
+    cores, steps = int(cn.cores), 0
+    for a, front in order:
+        stack, seen = [(0, front, 0, 0.0)], set()
+        while stack:
+            s, fr, cnt, wt = stack.pop()
+            for k in fr:
+                s2 = s | (1 << k)
+                if s2 in seen:
+                    continue
+                seen.add(s2)
+                cnt2, w2 = cnt + 1, wt + float(w[k])
+                if cnt2 > cores or (cnt2 > 1 and w2 > room):
+                    continue
+                steps += 1
+                if steps > limit:
+                    return True
+                if cnt2 < cores and w2 <= room:
+                    grown = tuple(j for j in fr if j != k) + tuple(
+                        j for j in succs[k] if preds[j] & ~(a | s2) == 0)
+                    stack.append((s2, grown, cnt2, w2))
+    return False
 
 
 def _shortest_paths(problem, group, keep, ideals, terms, edge_tm, budget):
