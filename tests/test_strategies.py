@@ -32,6 +32,7 @@ from dfsearch.decision import Decision
 from dfsearch.errors import SolverUnavailableError, SpecError
 from dfsearch.io.toml_writer import spec_to_toml
 from dfsearch.loader import replace_field
+from dfsearch.search import assign as assign_mod
 from dfsearch.search.engine import search
 from dfsearch.search.sharding import solve_spec_sharding
 from dfsearch.search.strategies import (
@@ -302,7 +303,11 @@ def test_outer_infeasible_spec_has_no_mapping_and_a_violation(name):
         assert unproven == [f"not proven infeasible: the outer choices were sampled ({name}), not all searched"]
 
 
-def test_infeasible_under_a_heuristic_assignment_is_not_called_proven():
+def test_infeasible_under_a_heuristic_assignment_is_not_called_proven(monkeypatch):
+    """With no count argument to prove it (``sram_excess_by_count`` proves this problem
+    infeasible from its buffers' SRAM floors, and is switched off here), the order DP's
+    failure to map it is not a proof."""
+    monkeypatch.setattr(assign_mod, "sram_excess_by_count", lambda *a: 0.0)
     r = search(with_strategies(INFEASIBLE, assignment="order-dp"))
     assert r.evaluation is None and r.status is RunStatus.INFEASIBLE
     assert "the assignment strategy 'order-dp' searches heuristically" in " ".join(r.search.notes)

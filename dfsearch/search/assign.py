@@ -29,6 +29,7 @@ from dfsearch.cost.model import Evaluator
 from dfsearch.search import _dp
 from dfsearch.search.chain_bound import chain_bound_ns
 from dfsearch.search.core_bound import core_bound_ns
+from dfsearch.search.core_pack import core_pack
 from dfsearch.search.crowded_split import crowded_split
 from dfsearch.search.graph_bound import (
     boundary_bound_ns,
@@ -177,6 +178,9 @@ def assign_configs(
         if not stopped and lb < best.value_ns * (1 - 1e-12):  # then single kernels across
             best, used, stopped = _boundary_moves(problem, best, allowed, control, total_evals)
             total_evals += used
+        if not stopped and lb < best.value_ns * (1 - 1e-12) and problem.constants.cycle_model:
+            best, used, stopped = _core_pack(problem, best, allowed, control, total_evals)
+            total_evals += used
     # proven optimal: by the exact search, or by a lower bound that meets the answer
     exhaustive = lb >= best.value_ns * (1 - 1e-12)
     return Assignment(best.config, best.value_ns, best.method, exhaustive, total_evals, viol,
@@ -208,6 +212,19 @@ def _boundary_moves(problem, best, allowed, control, spent):
     r = move_boundaries(problem, best.config, allowed, bw, live_cap, control, budget=budget)
     if r.moves and r.value_ns < best.value_ns:
         best = Assignment(r.config, r.value_ns, f"{best.method}+moves", False, 0, {})
+    return best, r.evaluations, r.stopped
+
+
+def _core_pack(problem, best, allowed, control, spent):
+    """The core-aware re-packing (``search/core_pack.py``, cycle model) from ``best`` within
+    what the work budget has left after ``spent``. Returns (the better assignment,
+    evaluations, stopped)."""
+    budget = float(control[Control.MAX_EVALS]) - spent
+    if budget <= 0:
+        return best, 0, False
+    r = core_pack(problem, best.config, allowed, control, budget=budget)
+    if r.improved and r.value_ns < best.value_ns:
+        best = Assignment(r.config, r.value_ns, f"{best.method}+pack", False, 0, {})
     return best, r.evaluations, r.stopped
 
 

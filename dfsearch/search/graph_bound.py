@@ -22,7 +22,7 @@ from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
 __all__ = ["boundary_bound_ns", "crowded_bound_ns", "graph_bound_ns", "min_configs",
-           "overlap_bound_ns", "sram_excess_by_count"]
+           "overlap_bound_ns", "sram_excess_by_count", "sram_floors"]
 
 
 def graph_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> float:
@@ -159,20 +159,48 @@ def sram_excess_by_count(problem: Problem, allowed: np.ndarray) -> float:
     weights' configurations, and it may use only the configurations ``allowed`` opens to
     its kernels. When it needs more, no assignment fits; the value returned is how far the
     average weights of the shared configurations exceed the SRAM at the best split into
-    lone and shared kernels (some configuration holds at least the average)."""
+    lone and shared kernels (some configuration holds at least the average). When the
+    weights prove nothing, the same with each kernel's share of its buffers added
+    (``sram_floors``)."""
     kt, cn = problem.kernels, problem.constants
     if not cn.sram_check or problem.num_kernels < 2:
         return 0.0
-    w = kt.weight_sram + kt.sram_extra
     groups = [np.ones(problem.num_kernels, bool)]
     if cn.fb_rule:
         groups += [kt.phase == Phase.FWD, kt.phase == Phase.BWD]
+    excess = _count_excess(kt.weight_sram + kt.sram_extra, groups, allowed, cn.sram_cap)
+    if excess > 0:
+        return excess
+    return _count_excess(sram_floors(problem), groups, allowed, cn.sram_cap)
+
+
+def _count_excess(floor: np.ndarray, groups, allowed: np.ndarray, cap: float) -> float:
+    """The largest ``_average_excess`` of the groups whose kernels, of SRAM floors
+    ``floor``, need more configurations (``min_configs``) than ``allowed`` opens to them;
+    0 when none does."""
     excess = 0.0
     for g in groups:
         open_configs = int(allowed[g].any(axis=0).sum()) if g.any() else 0
-        if g.any() and min_configs(w[g], cn.sram_cap) > open_configs:
-            excess = max(excess, _average_excess(w[g], cn.sram_cap, open_configs))
+        if g.any() and min_configs(floor[g], cap) > open_configs:
+            excess = max(excess, _average_excess(floor[g], cap, open_configs))
     return excess
+
+
+def sram_floors(problem: Problem) -> np.ndarray:
+    """Per kernel, bytes that every configuration of two or more kernels holding it has in
+    SRAM on its account (docs/design.md, "Too few configurations"): its weights and extra
+    bytes, and for each of its edges the lesser of half the on-chip buffer (bytes x depth,
+    when both ends share the configuration; half to each end) and the two-buffer footprint
+    of a spilled buffer on its side (2 x bytes; 0 for an edge read from a weight kernel,
+    whose spilled buffer is divisible when that kernel sits alone). The floors of the
+    members of such a configuration add up to at most its SRAM bytes."""
+    kt, et = problem.kernels, problem.edges
+    floor = np.asarray(kt.weight_sram + kt.sram_extra, np.float64).copy()
+    half = et.sram_bytes * et.sram_depth / 2.0
+    spilled = 2.0 * et.sram_bytes
+    np.add.at(floor, et.src, np.minimum(half, spilled))
+    np.add.at(floor, et.dst, np.minimum(half, np.where(kt.is_weight[et.src] == 1, 0.0, spilled)))
+    return floor
 
 
 def _average_excess(weights: np.ndarray, cap: float, configs: int) -> float:
