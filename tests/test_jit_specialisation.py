@@ -37,6 +37,26 @@ def test_a_callee_called_with_constants_and_variables_compiles_once(monkeypatch)
     caller = jit(_double_twice)
     caller._cache = NullCache()  # compiled here, never loaded: its callee is typed anew
     assert caller(5) == 0 + 10 - 2
+    assert callee.linked.signatures == [(types.int64,)]  # jitted callers call the twin
+
+
+def test_an_entry_point_only_jitted_code_calls_compiles_no_entry_point(monkeypatch):
+    """A first run compiles nothing for Python where only jitted code calls a function: the
+    caller links the internal twin (no entry wrapper, no machine code of its own)."""
+    from numba.core import types
+    from numba.core.caching import NullCache
+
+    from dfsearch.cost._jit import jit
+
+    callee = jit(_double)
+    monkeypatch.setitem(globals(), "_DOUBLE", callee)
+    caller = jit(_double_twice)
+    caller._cache = NullCache()
+    assert caller(4) == 0 + 8 - 2
+    assert callee.signatures == []  # never called from Python: no entry point compiled
+    assert callee.linked.signatures == [(types.int64,)]
+    callee._cache = NullCache()
+    assert callee(21) == 42  # a Python call compiles the entry point itself
     assert callee.signatures == [(types.int64,)]
 
 

@@ -41,7 +41,7 @@ PACKAGE = Path(__file__).absolute().parents[1]
 
 
 def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
-        internal: bool = False) -> Any:
+        internal: bool = False, objmode: bool = False) -> Any:
     """Compile ``func`` in nopython mode, cached on disk when possible.
 
     ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
@@ -61,23 +61,38 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     up and down with atomic operations, which cost more than a small step: the evaluator
     split into counted steps ran 2-4x slower, also with Numba's own ``inline="always"``,
     whose argument copies are counted too.
+
+    ``@jit`` (an entry point, for Python): jitted code that calls it calls its ``linked``
+    twin, the same function as ``jit(internal=True)`` (``_EntryDispatcher``), so a first run
+    compiles no entry wrapper or machine code for a function only jitted code calls.
+    ``@jit(objmode=True)``: an entry point with an ``objmode`` block, which needs an entry
+    point of its own: jitted callers call it too. No entry point gets a C function wrapper
+    (nothing takes a jitted function's address).
     """
     if func is None:
-        return functools.partial(jit, step=step, internal=internal)
+        return functools.partial(jit, step=step, internal=internal, objmode=objmode)
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
-    options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
-    if step or internal:  # linked into callers only: no entry wrappers, no own machine code
-        options["pipeline_class"] = _InternalCompiler
-    dispatcher = numba.njit(cache=False, **options)(func)
     if step or internal:
-        dispatcher.__class__ = _InternalDispatcher
-        return _typed_calls(dispatcher)
+        return _internal(func, step)
+    dispatcher = numba.njit(cache=False, _nrt=True, forceinline=False,
+                            no_cfunc_wrapper=True)(func)  # fmt: skip
+    if not objmode:
+        dispatcher.__class__ = _EntryDispatcher
+        dispatcher.linked = _internal(func, False)
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
+    return _typed_calls(dispatcher)
+
+
+def _internal(func: Callable[..., Any], step: bool) -> Any:
+    """``func`` compiled as ``jit(internal=True)`` (``step``: ``jit(step=True)``)."""
+    options: dict[str, Any] = {"_nrt": not step, "forceinline": step, "no_cfunc_wrapper": True}
+    dispatcher = numba.njit(cache=False, pipeline_class=_InternalCompiler, **options)(func)
+    dispatcher.__class__ = _InternalDispatcher
     return _typed_calls(dispatcher)
 
 
@@ -87,6 +102,18 @@ def _typed_calls(dispatcher: Any) -> Any:
     dispatcher.get_call_template = functools.partial(_typed_call_template,
                                                      dispatcher.get_call_template)  # fmt: skip
     return dispatcher
+
+
+class _EntryDispatcher(CPUDispatcher):
+    """The dispatcher of a ``jit`` function (an entry point). Python calls compile it with
+    its entry point, machine code and disk cache; jitted callers call ``linked`` instead, the
+    same function compiled as ``jit(internal=True)``: its code is linked into theirs, so
+    nothing is compiled for them that only a Python call needs (the entry wrapper, machine
+    code of its own, a disk cache entry). A function that both call is typed twice."""
+
+    @property
+    def _numba_type_(self) -> Any:  # the type of the global in jitted code
+        return types.Dispatcher(self.linked)
 
 
 class _InternalDispatcher(CPUDispatcher):

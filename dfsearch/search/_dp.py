@@ -53,7 +53,7 @@ __all__ = ["ideal_search", "order_dp", "must_stop"]
 CHECK_EVERY = 256
 
 
-@jit
+@jit(objmode=True)
 def must_stop(stats, control):
     """True when the work budget is spent, the stop flag is set or the deadline has passed.
 
