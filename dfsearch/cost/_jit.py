@@ -47,8 +47,8 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
     as part of its callers: each caller links it into its own code library, optimises the
     whole and compiles it to machine code. So it gets no Python entry point (calling it from
-    Python raises ``TypeError``), no machine code of its own (a step: no module
-    optimisation either) and no disk cache (it is compiled again only when a caller is
+    Python raises ``TypeError``), no optimisation and no machine code of its own and no disk
+    cache (it is compiled again only when a caller is
     compiled in a process, not when its callers are loaded from the cache). That work, done
     for nothing before, took a third of the first run's compilation. It hooks into Numba's
     compiler and code library classes: pyproject.toml bounds Numba to the versions tested.
@@ -134,8 +134,16 @@ class _InternalDispatcher(CPUDispatcher):
 
 
 class _LinkedOnlyLibrary(JITCodeLibrary):
-    """The code library of an internal function (``jit(internal=True)``): optimised, then
-    only linked into its callers' libraries, never compiled to machine code on its own."""
+    """The code library of an internal function (``jit(internal=True)``): only linked into
+    its callers' libraries, never compiled to machine code on its own, and not optimised on
+    its own either: each caller optimises it within its own module (LLVM simplifies a callee
+    before it weighs inlining it), so optimising it here first was work done twice."""
+
+    def _optimize_functions(self, ll_module: Any) -> None:
+        ll_module.data_layout = self._codegen._data_layout  # no passes: see the class
+
+    def _optimize_final_module(self) -> None:
+        pass
 
     def _finalize_final_module(self) -> None:
         self._finalize_dynamic_globals()
@@ -143,22 +151,12 @@ class _LinkedOnlyLibrary(JITCodeLibrary):
         self._finalized = True  # never added to the execution engine: no machine code
 
 
-class _StepLibrary(_LinkedOnlyLibrary):
-    """The code library of a step (``jit(step=True)``), not even optimised as a module:
-    inlined everywhere, it is optimised within each caller's module. (An internal function
-    that is not a step is: LLVM decides whether to inline it by its optimised size.)"""
-
-    def _optimize_final_module(self) -> None:
-        pass
-
-
 class _InternalCompiler(Compiler):
-    """Numba's compiler, with a ``_LinkedOnlyLibrary`` (a step: ``_StepLibrary``) for the
-    compiled code and no entry point."""
+    """Numba's compiler, with a ``_LinkedOnlyLibrary`` for the compiled code and no entry
+    point."""
 
     def compile_extra(self, func: Any) -> Any:
-        library = _StepLibrary if self.state.flags.forceinline else _LinkedOnlyLibrary
-        self.state.library = library(self.state.targetctx.codegen(), func.__qualname__)
+        self.state.library = _LinkedOnlyLibrary(self.state.targetctx.codegen(), func.__qualname__)
         return super().compile_extra(func)
 
     def define_pipelines(self) -> Any:
