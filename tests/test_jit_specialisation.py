@@ -82,3 +82,32 @@ def test_a_step_runs_inlined_in_jitted_code_and_refuses_a_python_call(monkeypatc
     assert caller(20) == 42
     with pytest.raises(TypeError, match="only jitted code may call it"):
         step(20)  # no Python entry point is compiled for a step
+
+
+def _twice_plus_one_step(x):
+    return 2 * _PLUS_ONE(x)
+
+
+def test_an_inline_step_is_spliced_into_its_caller_and_never_compiled_alone(monkeypatch):
+    import pytest
+    from numba.core.caching import NullCache
+
+    from dfsearch.cost._jit import jit
+
+    spliced = jit(_plus_one, inline=True)
+    monkeypatch.setitem(globals(), "_PLUS_ONE", spliced)
+    step = jit(_twice_plus_one_step, step=True)
+    monkeypatch.setitem(globals(), "_STEP", step)
+    caller = jit(_call_step)
+    caller._cache = NullCache()
+    assert caller(20) == 42
+    assert spliced.signatures == []  # its code went into the step's, typed there
+    with pytest.raises(TypeError, match="only jitted code may call it"):
+        spliced(20)
+
+
+def _call_step(x):
+    return _STEP(x)
+
+
+_STEP = None  # set by the test: ``_twice_plus_one_step`` jitted as a step

@@ -41,7 +41,7 @@ PACKAGE = Path(__file__).absolute().parents[1]
 
 
 def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
-        internal: bool = False, objmode: bool = False) -> Any:
+        internal: bool = False, objmode: bool = False, inline: bool = False) -> Any:
     """Compile ``func`` in nopython mode, cached on disk when possible.
 
     ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
@@ -62,6 +62,13 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     split into counted steps ran 2-4x slower, also with Numba's own ``inline="always"``,
     whose argument copies are counted too.
 
+    ``@jit(inline=True)``: a step that only steps call, spliced into each caller's Numba IR
+    before typing (Numba's ``inline="always"``): no call, no arguments to pass (a record
+    passed to a step is taken apart field by field and put together again in the step, which
+    made most of the code the first run compiled for the evaluator's steps), no code library
+    of its own. Spliced into a counted caller its arrays would be counted: there use
+    ``step``.
+
     ``@jit`` (an entry point, for Python): jitted code that calls it calls its ``linked``
     twin, the same function as ``jit(internal=True)`` (``_EntryDispatcher``), so a first run
     compiles no entry wrapper or machine code for a function only jitted code calls.
@@ -70,11 +77,12 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     (nothing takes a jitted function's address).
     """
     if func is None:
-        return functools.partial(jit, step=step, internal=internal, objmode=objmode)
+        return functools.partial(jit, step=step, internal=internal, objmode=objmode,
+                                 inline=inline)  # fmt: skip
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
-    if step or internal:
-        return _internal(func, step)
+    if step or internal or inline:
+        return _internal(func, step or inline, inline)
     dispatcher = numba.njit(cache=False, _nrt=True, forceinline=False,
                             no_cfunc_wrapper=True)(func)  # fmt: skip
     if not objmode:
@@ -88,9 +96,12 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     return _typed_calls(dispatcher)
 
 
-def _internal(func: Callable[..., Any], step: bool) -> Any:
-    """``func`` compiled as ``jit(internal=True)`` (``step``: ``jit(step=True)``)."""
+def _internal(func: Callable[..., Any], step: bool, inline: bool = False) -> Any:
+    """``func`` compiled as ``jit(internal=True)`` (``step``: ``jit(step=True)``, ``inline``:
+    ``jit(inline=True)``)."""
     options: dict[str, Any] = {"_nrt": not step, "forceinline": step, "no_cfunc_wrapper": True}
+    if inline:
+        options["inline"] = "always"
     dispatcher = numba.njit(cache=False, pipeline_class=_InternalCompiler, **options)(func)
     dispatcher.__class__ = _InternalDispatcher
     return _typed_calls(dispatcher)

@@ -561,7 +561,7 @@ def _next_ideal(x, w, sp, base_mask, base_lone, c):
     return sp, np.int64(-1)
 
 
-@jit(step=True)
+@jit(inline=True)
 def _sram_with(x, v, jm, base_mask, base_lone, sram):
     """``sram`` plus the SRAM floor terms (``sram_floor``) that kernel v adds to a
     configuration holding ``jm`` minus ``base_mask``: its own, and those of its edges except
