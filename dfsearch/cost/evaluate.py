@@ -627,9 +627,9 @@ def _scratch(is_weight, nch, nc):
 def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     """Evaluate one assignment with full outputs. Returns the status code."""
     n = config.shape[0]
-    finals = np.zeros(1)
+    finals = np.zeros(1, np.float64)
     statuses = np.zeros(1, np.int64)
-    viol = np.zeros(1)
+    viol = np.zeros(1, np.float64)
     configs = np.empty((1, n), np.int64)
     for k in range(n):
         configs[0, k] = config[k]
@@ -646,7 +646,7 @@ def evaluate_batch(kt, et, cn, configs, finals, statuses, violations):
     nc = cn.num_config
     _eval_rows(
         kt, et, cn, configs, np.zeros(n, np.int64), np.zeros(n, np.int64),
-        np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
+        np.zeros((nc, NUM_CFG), np.float64), np.zeros(NUM_RES, np.float64),
         np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
         finals, statuses, violations, _scratch(kt.is_weight, kt.channel_ns.shape[1], nc),
     )  # fmt: skip
@@ -878,8 +878,8 @@ def bound_terms(kt, et, cn, dram_bw):
     """
     n = kt.a.shape[0]
     nch = kt.channel_ns.shape[1]
-    out = np.zeros((n, BoundCol.CH0 + nch))
-    edge_tm = np.zeros(et.src.shape[0])
+    out = np.zeros((n, BoundCol.CH0 + nch), np.float64)
+    edge_tm = np.zeros(et.src.shape[0], np.float64)
     t = cn.num_tile
     tmin = min(t, 1) if cn.per_config_tiles else t
     freq = cn.freq_GHz
