@@ -598,25 +598,24 @@ class _Scratch(NamedTuple):
 
 
 @jit(internal=True)
-def _scratch(is_weight, nch, nc):
-    """Fresh ``_Scratch`` for a problem with kernels ``kt.is_weight``, ``nch`` channels
-    (``kt.channel_ns.shape[1]``) and ``nc`` configurations."""
-    n = is_weight.shape[0]
+def _scratch(kt, nc):
+    """Fresh ``_Scratch`` for a problem with kernel table ``kt`` and ``nc`` configurations."""
+    n = kt.is_weight.shape[0]
     nw = 0
     for k in range(n):
-        if is_weight[k] == 1:
+        if kt.is_weight[k] == 1:
             nw += 1
     weights = np.empty(nw, np.int64)
     nw = 0
     for k in range(n):
-        if is_weight[k] == 1:
+        if kt.is_weight[k] == 1:
             weights[nw] = k
             nw += 1
     i64, f64 = np.int64, np.float64
     return _Scratch(
         weights,
         np.zeros(nc + 1, i64), np.zeros(nc + 1, i64), np.zeros(n, i64), np.zeros(nc + 1, i64),
-        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, nch), f64),
+        np.zeros(nc, f64), np.zeros(nc, f64), np.zeros((nc, kt.channel_ns.shape[1]), f64),
         np.zeros(nc, i64),
         np.zeros(nc, f64), np.zeros(nc, f64), np.zeros(nc + 1, f64), np.zeros(nc, f64),
         np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64), np.zeros(nc, i64),
@@ -634,7 +633,7 @@ def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     for k in range(n):
         configs[0, k] = config[k]
     _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
-               viol, _scratch(kt.is_weight, kt.channel_ns.shape[1], cn.num_config))  # fmt: skip
+               viol, _scratch(kt, cn.num_config))  # fmt: skip
     return statuses[0]
 
 
@@ -648,7 +647,7 @@ def evaluate_batch(kt, et, cn, configs, finals, statuses, violations):
         kt, et, cn, configs, np.zeros(n, np.int64), np.zeros(n, np.int64),
         np.zeros((nc, NUM_CFG), np.float64), np.zeros(NUM_RES, np.float64),
         np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
-        finals, statuses, violations, _scratch(kt.is_weight, kt.channel_ns.shape[1], nc),
+        finals, statuses, violations, _scratch(kt, nc),
     )  # fmt: skip
 
 

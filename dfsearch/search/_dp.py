@@ -433,8 +433,7 @@ def _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dr
     if not quantum > 0.0:
         quantum = 1e-300
     cap = cn.sram_cap * (1.0 + 1e-12) if prune == 1 and cn.sram_check else np.inf
-    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(kt.weight_sram, kt.sram_extra, et.src, et.dst,
-                                                      et.sram_bytes, et.sram_depth)  # fmt: skip
+    inc_ptr, inc_e, kern_sram, edge_sram = sram_floor(kt, et)
     return _Search(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dram_bw, live_cap,
                    terms, edge_tm, root, quantum, full, cap, inc_ptr, inc_e, kern_sram,
                    edge_sram)  # fmt: skip
@@ -667,7 +666,7 @@ def _grow(a, cap):
 
 
 @jit(internal=True)
-def sram_floor(weight_sram, sram_extra, e_src, e_dst, sram_bytes, sram_depth):
+def sram_floor(kt, et):
     """A floor of a configuration's SRAM that only grows as kernels join it.
 
     A configuration of two or more kernels (or one that is not a weight kernel, whose
@@ -675,10 +674,9 @@ def sram_floor(weight_sram, sram_extra, e_src, e_dst, sram_bytes, sram_depth):
     with an end in it either the buffer (bytes x depth, both ends inside) or the two-buffer
     footprint (one end inside), except buffers produced by an earlier weight-tiled kernel:
     at least bytes x min(depth, 2) per edge. Returns the edges of each kernel (CSR:
-    ``inc_e[inc_ptr[k]:inc_ptr[k + 1]]``) and the per-kernel and per-edge terms. Takes the
-    arrays of the records it reads (``kt.weight_sram``, ``kt.sram_extra``, ``et.src``,
-    ``et.dst``, ``et.sram_bytes``, ``et.sram_depth``), not the records."""
-    n = weight_sram.shape[0]
+    ``inc_e[inc_ptr[k]:inc_ptr[k + 1]]``) and the per-kernel and per-edge terms."""
+    n = kt.a.shape[0]
+    e_src, e_dst = et.src, et.dst
     ne = e_src.shape[0]
     inc_ptr = np.zeros(n + 1, np.int64)
     for e in range(ne):
@@ -694,50 +692,40 @@ def sram_floor(weight_sram, sram_extra, e_src, e_dst, sram_bytes, sram_depth):
         fill[e_src[e]] += 1
         inc_e[fill[e_dst[e]]] = e
         fill[e_dst[e]] += 1
-        edge[e] = sram_bytes[e] * min(sram_depth[e], 2.0)
+        edge[e] = et.sram_bytes[e] * min(et.sram_depth[e], 2.0)
     kern = np.zeros(n, np.float64)
     for k in range(n):
-        kern[k] = weight_sram[k] + sram_extra[k]
+        kern[k] = kt.weight_sram[k] + kt.sram_extra[k]
     return inc_ptr, inc_e, kern, edge
 
 
 # ---- set-up of the searches (jitted: it is most of the time on small graphs) ---------------
-# The jitted set-up takes only the arrays it reads, not the records: an entry point unboxes
-# and counts every array of a record it is given, which made most of the code the first run
-# compiled for these three small functions.
+@jit
 def allowed_configs(kt, cn):
     """allowed[k, c] = 1 when kernel k may sit in configuration c (pins, FWD/BWD rule)."""
-    return _allowed_configs(kt.pin, kt.phase, cn.num_config, cn.fb_rule, cn.fb_last_fwd,
-                            cn.fb_first_bwd)  # fmt: skip
-
-
-@jit
-def _allowed_configs(k_pin, k_phase, nc, fb_rule, fb_last_fwd, fb_first_bwd):
-    n = k_pin.shape[0]
+    n = kt.pin.shape[0]
+    nc = cn.num_config
     out = np.ones((n, nc), np.int64)
     for k in range(n):
-        pin = k_pin[k]
+        pin = kt.pin[k]
         if pin >= 0:
             out[k, :] = 0
             if pin < nc:
                 out[k, pin] = 1
-        if fb_rule:
-            if k_phase[k] == Phase.FWD:
-                out[k, fb_last_fwd + 1 :] = 0
-            elif k_phase[k] == Phase.BWD:
-                out[k, :fb_first_bwd] = 0
+        if cn.fb_rule:
+            if kt.phase[k] == Phase.FWD:
+                out[k, cn.fb_last_fwd + 1 :] = 0
+            elif kt.phase[k] == Phase.BWD:
+                out[k, : cn.fb_first_bwd] = 0
     return out
 
 
+@jit
 def topological_order(kt, et):
     """The topological order that takes, among the ready kernels, forward before backward
     and then the lowest index (file order where the edges allow it)."""
-    return _topological_order(kt.phase, et.src, et.dst)
-
-
-@jit
-def _topological_order(k_phase, e_src, e_dst):
-    n = k_phase.shape[0]
+    n = kt.phase.shape[0]
+    e_src, e_dst, k_phase = et.src, et.dst, kt.phase
     indeg = np.zeros(n, np.int64)
     for e in range(e_src.shape[0]):
         indeg[e_dst[e]] += 1
@@ -762,16 +750,13 @@ def _topological_order(k_phase, e_src, e_dst):
     return order
 
 
+@jit
 def ideal_masks(et, allowed):
     """Bitmasks for ``ideal_search``: predecessors and successors of each kernel, the
     kernels each configuration may hold (``allowed``: ``allowed_configs``), and those that
     must be placed by its end."""
-    return _ideal_masks(et.src, et.dst, allowed)
-
-
-@jit
-def _ideal_masks(e_src, e_dst, allowed):
     n, nc = allowed.shape
+    e_src, e_dst = et.src, et.dst
     preds = np.zeros(n, np.int64)
     succs = np.zeros(n, np.int64)
     for e in range(e_src.shape[0]):

@@ -37,7 +37,7 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
     evaluations). Returns the summed II without the prices (inf when no split is feasible
     or ``control`` stopped it: then ``stats[Stat.STOPPED]`` = 1)."""
     n = order.shape[0]
-    inc_ptr, inc_e, kern, edge = sram_floor(kt.weight_sram, kt.sram_extra, et.src, et.dst, et.sram_bytes, et.sram_depth)  # fmt: skip
+    inc_ptr, inc_e, kern, edge = sram_floor(kt, et)
     terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
     pos = np.empty(n, np.int64)
     for p in range(n):
