@@ -41,14 +41,14 @@ PACKAGE = Path(__file__).absolute().parents[1]
 
 
 def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
-        internal: bool = False) -> Any:
+        internal: bool = False, objmode: bool = False, inline: bool = False) -> Any:
     """Compile ``func`` in nopython mode, cached on disk when possible.
 
     ``@jit(internal=True)``: a function only jitted code calls. Its compiled code runs only
     as part of its callers: each caller links it into its own code library, optimises the
     whole and compiles it to machine code. So it gets no Python entry point (calling it from
-    Python raises ``TypeError``), no machine code of its own (a step: no module
-    optimisation either) and no disk cache (it is compiled again only when a caller is
+    Python raises ``TypeError``), no optimisation and no machine code of its own and no disk
+    cache (it is compiled again only when a caller is
     compiled in a process, not when its callers are loaded from the cache). That work, done
     for nothing before, took a third of the first run's compilation. It hooks into Numba's
     compiler and code library classes: pyproject.toml bounds Numba to the versions tested.
@@ -61,23 +61,49 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     up and down with atomic operations, which cost more than a small step: the evaluator
     split into counted steps ran 2-4x slower, also with Numba's own ``inline="always"``,
     whose argument copies are counted too.
+
+    ``@jit(inline=True)``: a step that only steps call, spliced into each caller's Numba IR
+    before typing (Numba's ``inline="always"``): no call, no arguments to pass (a record
+    passed to a step is taken apart field by field and put together again in the step, which
+    made most of the code the first run compiled for the evaluator's steps), no code library
+    of its own. Spliced into a counted caller its arrays would be counted: there use
+    ``step``.
+
+    ``@jit`` (an entry point, for Python): jitted code that calls it calls its ``linked``
+    twin, the same function as ``jit(internal=True)`` (``_EntryDispatcher``), so a first run
+    compiles no entry wrapper or machine code for a function only jitted code calls.
+    ``@jit(objmode=True)``: an entry point with an ``objmode`` block, which needs an entry
+    point of its own: jitted callers call it too. No entry point gets a C function wrapper
+    (nothing takes a jitted function's address).
     """
     if func is None:
-        return functools.partial(jit, step=step, internal=internal)
+        return functools.partial(jit, step=step, internal=internal, objmode=objmode,
+                                 inline=inline)  # fmt: skip
     # both flags explicit: a callee compiled on demand inherits the flags its caller leaves
     # unset, so a helper would otherwise compile differently depending on who calls it first
-    options: dict[str, Any] = {"_nrt": not step, "forceinline": step}
-    if step or internal:  # linked into callers only: no entry wrappers, no own machine code
-        options["pipeline_class"] = _InternalCompiler
-    dispatcher = numba.njit(cache=False, **options)(func)
-    if step or internal:
-        dispatcher.__class__ = _InternalDispatcher
-        return _typed_calls(dispatcher)
+    if step or internal or inline:
+        return _internal(func, step or inline, inline)
+    dispatcher = numba.njit(cache=False, _nrt=True, forceinline=False,
+                            no_cfunc_wrapper=True)(func)  # fmt: skip
+    if not objmode:
+        dispatcher.__class__ = _EntryDispatcher
+        dispatcher.linked = _internal(func, False)
     try:
         dispatcher._cache = _SourceKeyedCache(func)  # what ``cache=True`` sets, with our key
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
+    return _typed_calls(dispatcher)
+
+
+def _internal(func: Callable[..., Any], step: bool, inline: bool = False) -> Any:
+    """``func`` compiled as ``jit(internal=True)`` (``step``: ``jit(step=True)``, ``inline``:
+    ``jit(inline=True)``)."""
+    options: dict[str, Any] = {"_nrt": not step, "forceinline": step, "no_cfunc_wrapper": True}
+    if inline:
+        options["inline"] = "always"
+    dispatcher = numba.njit(cache=False, pipeline_class=_InternalCompiler, **options)(func)
+    dispatcher.__class__ = _InternalDispatcher
     return _typed_calls(dispatcher)
 
 
@@ -87,6 +113,18 @@ def _typed_calls(dispatcher: Any) -> Any:
     dispatcher.get_call_template = functools.partial(_typed_call_template,
                                                      dispatcher.get_call_template)  # fmt: skip
     return dispatcher
+
+
+class _EntryDispatcher(CPUDispatcher):
+    """The dispatcher of a ``jit`` function (an entry point). Python calls compile it with
+    its entry point, machine code and disk cache; jitted callers call ``linked`` instead, the
+    same function compiled as ``jit(internal=True)``: its code is linked into theirs, so
+    nothing is compiled for them that only a Python call needs (the entry wrapper, machine
+    code of its own, a disk cache entry). A function that both call is typed twice."""
+
+    @property
+    def _numba_type_(self) -> Any:  # the type of the global in jitted code
+        return types.Dispatcher(self.linked)
 
 
 class _InternalDispatcher(CPUDispatcher):
@@ -107,8 +145,16 @@ class _InternalDispatcher(CPUDispatcher):
 
 
 class _LinkedOnlyLibrary(JITCodeLibrary):
-    """The code library of an internal function (``jit(internal=True)``): optimised, then
-    only linked into its callers' libraries, never compiled to machine code on its own."""
+    """The code library of an internal function (``jit(internal=True)``): only linked into
+    its callers' libraries, never compiled to machine code on its own, and not optimised on
+    its own either: each caller optimises it within its own module (LLVM simplifies a callee
+    before it weighs inlining it), so optimising it here first was work done twice."""
+
+    def _optimize_functions(self, ll_module: Any) -> None:
+        ll_module.data_layout = self._codegen._data_layout  # no passes: see the class
+
+    def _optimize_final_module(self) -> None:
+        pass
 
     def _finalize_final_module(self) -> None:
         self._finalize_dynamic_globals()
@@ -116,22 +162,12 @@ class _LinkedOnlyLibrary(JITCodeLibrary):
         self._finalized = True  # never added to the execution engine: no machine code
 
 
-class _StepLibrary(_LinkedOnlyLibrary):
-    """The code library of a step (``jit(step=True)``), not even optimised as a module:
-    inlined everywhere, it is optimised within each caller's module. (An internal function
-    that is not a step is: LLVM decides whether to inline it by its optimised size.)"""
-
-    def _optimize_final_module(self) -> None:
-        pass
-
-
 class _InternalCompiler(Compiler):
-    """Numba's compiler, with a ``_LinkedOnlyLibrary`` (a step: ``_StepLibrary``) for the
-    compiled code and no entry point."""
+    """Numba's compiler, with a ``_LinkedOnlyLibrary`` for the compiled code and no entry
+    point."""
 
     def compile_extra(self, func: Any) -> Any:
-        library = _StepLibrary if self.state.flags.forceinline else _LinkedOnlyLibrary
-        self.state.library = library(self.state.targetctx.codegen(), func.__qualname__)
+        self.state.library = _LinkedOnlyLibrary(self.state.targetctx.codegen(), func.__qualname__)
         return super().compile_extra(func)
 
     def define_pipelines(self) -> Any:

@@ -193,8 +193,10 @@ def _allocate(members, lo_i, hi_i, k_a, k_b, k_z, budget, pl_in, ps_in, k_pl, k_
 # rules of the assignment and the per-configuration sums (kernels, weights, edges), the SRAM,
 # DRAM and core capacities, then the compute, memory and network times and the II. Each step
 # that can reject the row writes ``res[ResultSlot.VIOLATION]`` and returns its ``Status``; the
-# steps share the per-configuration work arrays of ``_Scratch``. They are ``jit(step=True)``:
-# inlined and free of reference counting, so the split costs no throughput (cost/_jit.py).
+# steps share the per-configuration work arrays of ``_Scratch``. ``_eval_row`` is
+# ``jit(step=True)`` and its steps ``jit(inline=True)``: inlined and free of reference
+# counting, so the split costs no throughput (cost/_jit.py); spliced into ``_eval_row``'s
+# Numba IR, they cost the first run no argument passing either.
 # ``set_cost`` below computes the same terms for one configuration, added in the same order.
 @jit(internal=True)
 def _eval_rows(kt, et, cn, configs, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, finals, statuses,
@@ -241,7 +243,7 @@ def _eval_row(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _reset_row(nc, cfg, res, s):
     """Zero the outputs and the per-configuration sums before a row."""
     for j in range(NUM_RES):
@@ -266,7 +268,7 @@ def _reset_row(nc, cfg, res, s):
     s.act[nc] = 0.0
 
 
-@jit(step=True)
+@jit(inline=True)
 def _kernel_pass(kt, cn, config, cfg, res, k_pl, k_ps, k_tf, s):
     """One pass over the kernels: the rules of the assignment (configuration in range, kernel
     by kernel, pins, FWD/BWD split; Status.CONFIG) and the per-configuration kernel sums
@@ -318,7 +320,7 @@ def _kernel_pass(kt, cn, config, cfg, res, k_pl, k_ps, k_tf, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _weight_pass(kt, config, cfg, s):
     """Weight bytes in SRAM: a weight kernel alone in its configuration may tile them (they
     go to the divisible sums ``div`` / ``ndiv``, docs/model.md), any other counts in full."""
@@ -333,7 +335,7 @@ def _weight_pass(kt, config, cfg, s):
             cfg[c, ConfigCol.SRAM] += kt.weight_sram[k]
 
 
-@jit(step=True)
+@jit(inline=True)
 def _edge_pass(kt, et, config, cfg, res, s):
     """One pass over the edges: the order rule (Config(src) <= Config(dst); Status.ORDER),
     re-layout collectives in the source's configuration, and the buffers: on chip (bytes x
@@ -370,7 +372,7 @@ def _edge_pass(kt, et, config, cfg, res, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _num_input_rule(cn, res, s):
     """When some kernels set num_input and some do not, no configuration mixes the two
     (Status.CONFIG, violation: the first such configuration)."""
@@ -382,7 +384,7 @@ def _num_input_rule(cn, res, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _sram_fit(kt, et, cn, config, cfg, res, k_tf, s):
     """SRAM capacity, with weight tiling only where it is needed; adds the (tiled) divisible
     bytes to ``cfg[:, SRAM]``. Status.SRAM with the largest excess in bytes when even the
@@ -423,7 +425,7 @@ def _sram_fit(kt, et, cn, config, cfg, res, k_tf, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _dram_fit(cn, cfg, res, s):
     """Tiles per configuration (``cfg[:, TILES]``), the DRAM bytes (weights x layers per
     stage + the widest live activations) and the bandwidth in effect (the second tier's
@@ -457,7 +459,7 @@ def _dram_fit(cn, cfg, res, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _cycle_compute(kt, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, s):
     """Cycle model: group the kernels by configuration, allocate each configuration's cores
     optimally (``_allocate``), compute ns = T_c x slowest cycles / frequency. Status.CORES
@@ -489,7 +491,7 @@ def _cycle_compute(kt, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _flop_compute(cn, cfg, res, s):
     """FLOP model: compute ns = T_c x the summed per-tile times; one core per kernel at the
     least (Status.CORES with the shortfall)."""
@@ -502,7 +504,7 @@ def _flop_compute(cn, cfg, res, s):
     return Status.OK
 
 
-@jit(step=True)
+@jit(inline=True)
 def _times_and_totals(cn, cfg, res, s):
     """Memory and network ns and the II of every configuration (``combine_overlap``, x the
     largest num_input in v2), then the sum of IIs, ns_per_batch and final_ns."""
@@ -547,7 +549,7 @@ def _smallest_divisor_at_least(value, lo):
     return best
 
 
-@jit(internal=True)
+@jit(inline=True)
 def _weight_tiling(config, cnt, kt, et, cfg, div, ndiv, cap, divides, k_tf):
     """Smallest weight tiling factors of lone weight kernels that make every configuration fit
     (each divisible contribution gets an equal share of its configuration's slack), then the
@@ -635,9 +637,9 @@ def _scratch(kt, nc):
 def evaluate_one(kt, et, cn, config, pl_in, ps_in, cfg, res, k_pl, k_ps, k_tf):
     """Evaluate one assignment with full outputs. Returns the status code."""
     n = config.shape[0]
-    finals = np.zeros(1)
+    finals = np.zeros(1, np.float64)
     statuses = np.zeros(1, np.int64)
-    viol = np.zeros(1)
+    viol = np.zeros(1, np.float64)
     configs = np.empty((1, n), np.int64)
     for k in range(n):
         configs[0, k] = config[k]
@@ -654,7 +656,7 @@ def evaluate_batch(kt, et, cn, configs, finals, statuses, violations):
     nc = cn.num_config
     _eval_rows(
         kt, et, cn, configs, np.zeros(n, np.int64), np.zeros(n, np.int64),
-        np.zeros((nc, NUM_CFG)), np.zeros(NUM_RES),
+        np.zeros((nc, NUM_CFG), np.float64), np.zeros(NUM_RES, np.float64),
         np.ones(n, np.int64), np.ones(n, np.int64), np.ones(n, np.int64),
         finals, statuses, violations, _scratch(kt, nc),
     )  # fmt: skip
@@ -886,8 +888,8 @@ def bound_terms(kt, et, cn, dram_bw):
     """
     n = kt.a.shape[0]
     nch = kt.channel_ns.shape[1]
-    out = np.zeros((n, BoundCol.CH0 + nch))
-    edge_tm = np.zeros(et.src.shape[0])
+    out = np.zeros((n, BoundCol.CH0 + nch), np.float64)
+    edge_tm = np.zeros(et.src.shape[0], np.float64)
     t = cn.num_tile
     tmin = min(t, 1) if cn.per_config_tiles else t
     freq = cn.freq_GHz

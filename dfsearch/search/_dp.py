@@ -53,7 +53,7 @@ __all__ = ["ideal_search", "order_dp", "must_stop"]
 CHECK_EVERY = 256
 
 
-@jit
+@jit(objmode=True)
 def must_stop(stats, control):
     """True when the work budget is spent, the stop flag is set or the deadline has passed.
 
@@ -100,7 +100,7 @@ def order_dp(kt, et, cn, order, allowed_at, dram_bw, live_cap, relax, assign, st
     k_pl = np.ones(n, np.int64)
     k_ps = np.ones(n, np.int64)
     zero = np.zeros(n, np.int64)
-    out = np.zeros(NUM_SET)
+    out = np.zeros(NUM_SET, np.float64)
     for c in range(nc):
         for i in range(n + 1):
             if cost[c, i] == np.inf:
@@ -327,7 +327,7 @@ def ideal_search(
     incumbent_after = min(INCUMBENT_AFTER, qmax // 2)
     cut = np.inf  # candidates with a larger f cannot improve on a known assignment
     have_upper = False
-    hq, hi, _ = _queue_push(np.zeros(1024), np.zeros((1024, 4), np.int64), 0, qmax,
+    hq, hi, _ = _queue_push(np.zeros(1024, np.float64), np.zeros((1024, 4), np.int64), 0, qmax,
                             np.floor(x.root / quantum), 0, 0, 0, -1)  # fmt: skip
     size = 1
     seq = 0  # entries queued after the root
@@ -443,8 +443,8 @@ def _search_inputs(kt, et, cn, preds, succs, topo, allowed, must, allowed_at, dr
 def _work(n):
     """Fresh ``_Work`` arrays for n kernels."""
     return _Work(np.zeros(n, np.int8), np.zeros(n, np.int64), np.ones(n, np.int64),
-                 np.ones(n, np.int64), np.zeros(n, np.int64), np.zeros(NUM_SET),
-                 np.zeros(n + 2, np.int64), np.zeros(n + 2, np.int64), np.zeros(n + 2),
+                 np.ones(n, np.int64), np.zeros(n, np.int64), np.zeros(NUM_SET, np.float64),
+                 np.zeros(n + 2, np.int64), np.zeros(n + 2, np.int64), np.zeros(n + 2, np.float64),
                  np.zeros(n + 2, np.int64))  # fmt: skip
 
 
@@ -453,7 +453,7 @@ def _new_states(cap):
     """``_States`` with room for ``cap`` states, holding the root (level 0, empty ideal) as
     state 0, and its index (``_state_index``)."""
     states = _States(np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
-                     np.zeros(cap), np.full(cap, -1, np.int64), np.zeros(cap, np.int8))  # fmt: skip
+                     np.zeros(cap, np.float64), np.full(cap, -1, np.int64), np.zeros(cap, np.int8))  # fmt: skip
     return states, _state_index(states, 1)
 
 
@@ -561,7 +561,7 @@ def _next_ideal(x, w, sp, base_mask, base_lone, c):
     return sp, np.int64(-1)
 
 
-@jit(step=True)
+@jit(inline=True)
 def _sram_with(x, v, jm, base_mask, base_lone, sram):
     """``sram`` plus the SRAM floor terms (``sram_floor``) that kernel v adds to a
     configuration holding ``jm`` minus ``base_mask``: its own, and those of its edges except
@@ -586,7 +586,7 @@ def _incumbent(x, stats, control):
     """A known assignment: the best over contiguous blocks of the topological order (always
     feasible, relax 0). Returns (its value, the assignment); its evaluations and a stop are
     added to ``stats``."""
-    st = np.zeros(NUM_STATS)
+    st = np.zeros(NUM_STATS, np.float64)
     st[Stat.VIOL_SRAM :] = np.inf
     known = np.full(x.topo.shape[0], -1, np.int64)
     upper = order_dp(x.kt, x.et, x.cn, x.topo, x.allowed_at, x.dram_bw, x.live_cap, 0, known, st,
@@ -686,14 +686,14 @@ def sram_floor(kt, et):
         inc_ptr[k + 1] += inc_ptr[k]
     fill = inc_ptr[:-1].copy()
     inc_e = np.zeros(2 * ne, np.int64)
-    edge = np.zeros(ne)
+    edge = np.zeros(ne, np.float64)
     for e in range(ne):
         inc_e[fill[e_src[e]]] = e
         fill[e_src[e]] += 1
         inc_e[fill[e_dst[e]]] = e
         fill[e_dst[e]] += 1
         edge[e] = et.sram_bytes[e] * min(et.sram_depth[e], 2.0)
-    kern = np.zeros(n)
+    kern = np.zeros(n, np.float64)
     for k in range(n):
         kern[k] = kt.weight_sram[k] + kt.sram_extra[k]
     return inc_ptr, inc_e, kern, edge

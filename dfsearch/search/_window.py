@@ -53,7 +53,7 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
     k_pl = np.ones(n, np.int64)
     k_ps = np.ones(n, np.int64)
     zero = np.zeros(n, np.int64)
-    out = np.zeros(NUM_SET)
+    out = np.zeros(NUM_SET, np.float64)
     for i in range(n):
         if best[i] == np.inf:
             continue
@@ -65,7 +65,7 @@ def window_dp(kt, et, cn, order, dram_bw, live_cap, relax, price, max_len, cache
         floor = 0.0
         phase = -1
         # the block's additive bound terms (``evaluate.set_bound``), a column per channel
-        lb = np.zeros(terms.shape[1])
+        lb = np.zeros(terms.shape[1], np.float64)
         for j in range(i + 1, min(n, i + max_len) + 1):
             k = order[j - 1]
             if cn.fb_rule and kt.phase[k] != Phase.NONE:
