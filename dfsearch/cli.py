@@ -124,7 +124,7 @@ def _compile_notice(enabled: bool, line: _ProgressLine | None = None) -> Iterato
     def say() -> None:
         if line is not None:
             line.end()
-        sys.stderr.write("compiling the evaluator, once: ~25 s on 2 cores (cached for later runs) ...\n")
+        sys.stderr.write("compiling the evaluator, once: ~20 s on 2 cores (cached for later runs) ...\n")
         sys.stderr.flush()
 
     with on_first_compilation(say):

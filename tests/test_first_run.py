@@ -4,6 +4,7 @@ the evaluator compiles, and progress lines in seconds that always end."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 from pathlib import Path
 
@@ -52,6 +53,16 @@ def test_compiled_code_that_is_already_loaded_is_not_announced() -> None:
     with on_first_compilation(lambda: said.append("compiling")):
         api.run(spec)
     assert said == []
+
+
+def test_a_warm_run_in_a_new_process_is_not_announced() -> None:
+    """A second process finds the compiled code in Numba's on-disk cache: no line (the
+    object-mode block of the work-budget check, compiled in every process, is not a first
+    run's compilation)."""
+    api.run(load_spec(Path(__file__).resolve().parents[1] / "examples" / "gpt3_1T_sn30.toml"))
+    proc = subprocess.run([sys.executable, "-m", "dfsearch", "run"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert "compiling" not in proc.stderr and "OPTIMAL" in proc.stdout
 
 
 def test_the_progress_line_ends_however_the_search_stopped(monkeypatch) -> None:

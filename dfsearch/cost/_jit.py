@@ -253,15 +253,21 @@ def on_first_compilation(say: Callable[[], None]) -> Iterator[None]:
     """Within the block, call ``say()`` once, when a jitted function of dfsearch starts to
     compile (never when its compiled code is loaded from the on-disk cache), so that a user
     waiting for the first run is told why. Numba's compile event fires only for a real
-    compilation; functions of other packages are ignored."""
+    compilation; functions of other packages are ignored, and so are lifted blocks (the
+    object-mode clock read in ``must_stop``), which Numba compiles anew in every process in
+    milliseconds."""
     from numba.core import event
+    from numba.core.dispatcher import LiftedCode
 
     class _Once(event.Listener):
         def __init__(self) -> None:
             self.said = False
 
         def on_start(self, ev: event.Event) -> None:
-            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            dispatcher = ev.data.get("dispatcher")
+            if isinstance(dispatcher, LiftedCode):
+                return
+            func = getattr(dispatcher, "py_func", None)
             if not self.said and getattr(func, "__module__", "").startswith("dfsearch."):
                 self.said = True
                 say()
