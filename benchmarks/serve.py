@@ -3,7 +3,7 @@ time against the 30 s target, split into the step searches and the simulations.
 
 Runs ``dfsearch.capacity.command.answer`` (what ``dfsearch serve`` runs, without printing)
 ``--repeat`` times in this process after one untimed warm-up run (numba's compiled code
-cached on disk; the first run of a fresh checkout compiles for about 40 s), and reports the
+cached on disk; the first run of a fresh checkout compiles for about 20 s of CPU), and reports the
 best run. The step searches happen inside each run (the cache lives for one run).
 
 With ``--interpolation`` it also checks the tables' interpolation on one replica shape:
