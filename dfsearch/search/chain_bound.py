@@ -27,7 +27,7 @@ from dfsearch.cost.lower import Problem
 from dfsearch.cost.overlap import combine_overlap
 from dfsearch.search import _dp
 
-__all__ = ["ALLOCATION_STEPS", "MAX_IDEALS", "MAX_STEPS", "chain_bound_ns"]
+__all__ = ["ALLOCATION_STEPS", "MAX_IDEALS", "MAX_STEPS", "chain_bound_ns", "phase_groups"]
 
 #: ideals of one group beyond which fewer kernels are kept (and then the bound gives up)
 MAX_IDEALS = 2_000
@@ -46,20 +46,26 @@ def chain_bound_ns(problem: Problem, dram_bw: float, allowed: np.ndarray) -> flo
     if n == 0:
         return 0.0
     terms, edge_tm = bound_terms(kt, et, cn, dram_bw)
-    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
-    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
-    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
-    groups = [np.ones(n, bool)]
-    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
-        groups = [~bwd, bwd]  # disjoint sets of configurations: their bounds add up
     topo = _dp.topological_order(kt, et)
     total = 0.0
-    for g in groups:
+    for g in phase_groups(problem, allowed):
         part = _group_bound(problem, g, topo, terms, edge_tm)
         if part is None:
             return 0.0
         total += part
     return total
+
+
+def phase_groups(problem: Problem, allowed: np.ndarray) -> list[np.ndarray]:
+    """Kernel masks whose bounds add up: the forward and the backward kernels when the
+    FWD/BWD rule gives them disjoint sets of configurations, else all kernels."""
+    kt, cn = problem.kernels, problem.constants
+    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
+    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
+    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
+    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
+        return [~bwd, bwd]
+    return [np.ones(problem.num_kernels, bool)]
 
 
 def _group_bound(problem, group, topo, terms, edge_tm) -> float | None:

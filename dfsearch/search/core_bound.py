@@ -19,11 +19,11 @@ import math
 
 import numpy as np
 
-from dfsearch.codes import Phase, Status
+from dfsearch.codes import Status
 from dfsearch.cost.evaluate import _allocate, min_cycles
 from dfsearch.cost.lower import Problem
 from dfsearch.search import _dp
-from dfsearch.search.chain_bound import _bits, _choices, _ideals
+from dfsearch.search.chain_bound import _bits, _choices, _ideals, phase_groups
 
 __all__ = ["MAX_CORES", "MAX_STEPS", "core_bound_ns", "core_table"]
 
@@ -43,16 +43,10 @@ def core_bound_ns(problem: Problem, allowed: np.ndarray) -> float:
     n = problem.num_kernels
     if n == 0 or not cn.cycle_model or not 1 <= cn.cores <= MAX_CORES:
         return 0.0
-    last = np.array([np.flatnonzero(row).max(initial=-1) for row in allowed])
-    first = np.array([np.flatnonzero(row).min(initial=allowed.shape[1]) for row in allowed])
-    fwd, bwd = kt.phase == Phase.FWD, kt.phase == Phase.BWD
-    groups = [np.ones(n, bool)]
-    if cn.fb_rule and fwd.any() and bwd.any() and last[fwd].max() < first[bwd].min():
-        groups = [~bwd, bwd]  # disjoint sets of configurations: their bounds add up
     topo = _dp.topological_order(kt, et)
     types, tables = _types(problem)
     total = 0.0
-    for g in groups:
+    for g in phase_groups(problem, allowed):
         configs = int(allowed[g].any(axis=0).sum())  # the configurations its kernels may use
         part = _group_cycles(problem, g, topo, types, tables, configs)
         if part is None:
