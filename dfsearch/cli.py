@@ -119,12 +119,12 @@ def _compile_notice(enabled: bool, line: _ProgressLine | None = None) -> Iterato
     if not enabled:
         yield
         return
-    from dfsearch.cost._jit import on_first_compilation
+    from dfsearch.cost._jit import on_first_compilation, shipped_code_note
 
     def say() -> None:
         if line is not None:
             line.end()
-        sys.stderr.write("compiling the evaluator, once: ~20 s on 2 cores (cached for later runs) ...\n")
+        sys.stderr.write(f"compiling the evaluator, once: up to ~20 s on 2 cores (cached for later runs; {shipped_code_note()}) ...\n")
         sys.stderr.flush()
 
     with on_first_compilation(say):

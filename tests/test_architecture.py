@@ -24,7 +24,9 @@ def test_import_dfsearch_loads_no_heavy_module():
 
 
 #: the modules that compile (and import Numba at module level, or a module that does)
-JITTED = ("cost._jit", "cost.evaluate", "search._dp", "search._window")
+#: the modules that import Numba: the jitted ones, and the reader of the compiled code that
+#: dfsearch ships, which only ``cost._jit`` imports
+JITTED = ("cost._jit", "cost.evaluate", "search._dp", "search._window", "cost.prebuilt")
 
 
 def test_data_and_model_layers_load_no_heavy_module():
@@ -188,7 +190,7 @@ LAYER_OF = {
     "plan": "plans",
     # what users call: the Python API, the CLI and what only they use
     "": "API/CLI", "__main__": "API/CLI", "api": "API/CLI", "cli": "API/CLI",
-    "check": "API/CLI", "study": "API/CLI",
+    "check": "API/CLI", "study": "API/CLI", "prebuild": "API/CLI",
     "capacity": "API/CLI",
     # co-design: the command and its study are API/CLI; the cited technology catalogue is data,
     # the chip's area, yield, cost and power model is model

@@ -4,7 +4,9 @@ Compiled code is cached on disk (reused across processes) where Numba finds a wr
 folder: ``NUMBA_CACHE_DIR`` if set, else the package's ``__pycache__``, else the user's cache
 folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). When none is writable (a read-only
 install and no writable home), the function is compiled in every process instead: slower to
-start, same results. No eager signatures, no fastmath (infeasibility is signalled with inf,
+start, same results. Before compiling, a function missing from that cache is looked up in the
+compiled code shipped with dfsearch (``cost/prebuilt.py``, checked against this process's
+versions and sources), so that a first run after an install compiles nothing it covers. No eager signatures, no fastmath (infeasibility is signalled with inf,
 which fastmath may assume away). The GIL is kept: the long searches step into object mode
 now and then to read the clock and let a pending Ctrl-C handler run. Importing this module
 imports numba: only jitted modules import it.
@@ -23,18 +25,22 @@ import ast
 import contextlib
 import functools
 import hashlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numba
 from numba.core import types
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, NullCache
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest"]
+from dfsearch.cost import prebuilt
+
+__all__ = ["jit", "jitted_sources", "on_first_compilation", "source_digest", "entry_dispatchers",
+           "shipped_code_note"]
 
 #: the dfsearch package folder
 PACKAGE = Path(__file__).absolute().parents[1]
@@ -93,6 +99,7 @@ def jit(func: Callable[..., Any] | None = None, *, step: bool = False,
     except RuntimeError as exc:  # raised while decorating: no writable cache folder
         if "cannot cache" not in str(exc):
             raise
+        dispatcher._cache = _ShippedOnlyCache(func)
     return _typed_calls(dispatcher)
 
 
@@ -192,10 +199,45 @@ def _typed_call_template(get_call_template: Callable[..., Any], args: tuple, kws
 
 
 class _SourceKeyedCache(FunctionCache):
-    """Numba's on-disk cache of one function, keyed also on ``source_digest()``."""
+    """Numba's on-disk cache of one function, keyed also on ``source_digest()``. A function
+    it does not hold is looked up in the shipped archive (``cost/prebuilt.py``) and, when
+    found there, saved to it."""
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
         return (*super()._index_key(sig, codegen), source_digest())
+
+    def _load_overload(self, sig: Any, target_context: Any) -> Any:
+        cres = super()._load_overload(sig, target_context)
+        if cres is None and self._enabled:
+            cres = prebuilt.load(self._py_func, sig, target_context, source_digest())
+            if cres is not None:
+                self._save_overload(sig, cres)
+        return cres
+
+
+class _ShippedOnlyCache(NullCache):
+    """The cache of a function where no folder is writable: nothing is saved, but the
+    shipped archive is read (its machine code is made again in every process)."""
+
+    def __init__(self, py_func: Any) -> None:
+        self._py_func = py_func
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        target_context.refresh()
+        return prebuilt.load(self._py_func, sig, target_context, source_digest())
+
+
+def entry_dispatchers() -> list[Any]:
+    """The dispatchers of every ``jit`` entry point (those with an on-disk cache) of the
+    dfsearch modules imported in this process."""
+    found: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if name == "dfsearch" or name.startswith("dfsearch."):
+            for obj in vars(module).values():
+                if isinstance(obj, CPUDispatcher) and isinstance(
+                        getattr(obj, "_cache", None), _SourceKeyedCache | _ShippedOnlyCache):
+                    found[id(obj)] = obj
+    return list(found.values())
 
 
 @functools.cache
@@ -212,17 +254,18 @@ def source_digest(package: Path = PACKAGE) -> str:
 
 def jitted_sources(package: Path = PACKAGE) -> list[Path]:
     """The modules of ``package`` (the dfsearch folder) that compiled code depends on: those
-    that import this module (they define jitted functions) and every module of the package
-    they import at module level, sorted."""
+    that import ``jit`` from this module at module level (they define jitted functions) and
+    every module of the package they import at module level, sorted."""
     found: set[Path] = set()
     for path in package.rglob("*.py"):
         text = path.read_bytes()
         if b"_jit" not in text:  # cheap pre-filter: most modules never mention it
             continue
-        imported = _package_imports(ast.parse(text, str(path)), package)
-        if package / "cost" / "_jit.py" in imported:
+        tree = ast.parse(text, str(path))
+        if any(isinstance(node, ast.ImportFrom) and node.module == f"{package.name}.cost._jit"
+               and any(alias.name == "jit" for alias in node.names) for node in tree.body):  # fmt: skip
             found.add(path)
-            found.update(imported)
+            found.update(_package_imports(tree, package))
     return sorted(found)
 
 
@@ -246,6 +289,12 @@ def _package_imports(tree: ast.Module, package: Path) -> set[Path]:
                 if candidate.is_file():
                     out.add(candidate)
     return out
+
+
+def shipped_code_note() -> str:
+    """Why this process compiles instead of using the compiled code shipped with dfsearch
+    (``prebuilt.why_not_used``), for the first-run line."""
+    return prebuilt.why_not_used(source_digest())
 
 
 @contextlib.contextmanager
