@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from test_layered import _problem
 
 from dfsearch import prebuild
 from dfsearch.cost import prebuilt
-from dfsearch.cost._jit import source_digest
+from dfsearch.cost._jit import _ShippedOnlyCache, source_digest
+from dfsearch.search import _dp
 
 
 def test_every_shipped_archive_is_current_with_the_sources() -> None:
@@ -83,3 +86,20 @@ def test_a_first_run_after_an_install_compiles_nothing(tmp_path: Path) -> None:
                               capture_output=True, text=True, check=True)  # fmt: skip
         assert "compiling" not in proc.stderr, (archive, proc.stderr)
         assert "OPTIMAL" in proc.stdout
+
+
+def test_without_a_cache_folder_the_archive_still_serves() -> None:
+    """A read-only install (no writable cache folder): the function's cache is
+    ``_ShippedOnlyCache``, which saves nothing but makes the archive's code runnable; that
+    code computes what the function compiled here computes."""
+    why = prebuild.check()
+    if why is not None:
+        pytest.skip(why)
+    problem = _problem(3, 9, 9, training=True)
+    expected = _dp.topological_order(problem.kernels, problem.edges)  # compiled or cached here
+    sig = next(iter(_dp.topological_order.overloads))
+    cres = _ShippedOnlyCache(_dp.topological_order.py_func).load_overload(
+        sig, _dp.topological_order.targetctx)  # fmt: skip
+    assert cres is not None and tuple(cres.signature.args) == tuple(sig)
+    np.testing.assert_array_equal(cres.entry_point(problem.kernels, problem.edges), expected)
+    assert sorted(expected.tolist()) == list(range(9))
