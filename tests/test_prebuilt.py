@@ -55,6 +55,17 @@ def test_a_file_that_is_not_an_archive_has_no_header(tmp_path: Path) -> None:
     assert prebuilt.read_header(tmp_path / "missing.bin") is None
 
 
+def test_a_damaged_archive_is_not_used(tmp_path: Path) -> None:
+    """An archive cut short (or otherwise damaged) has no entries: every function compiles."""
+    path = tmp_path / "a.bin"
+    prebuilt.write_archive(path, {"f(int64,)": b"payload"}, "abc", "generic")
+    assert prebuilt.read_header(path)["entries"] == 1
+    assert prebuilt.read_entries(path) == {"f(int64,)": b"payload"}
+    path.write_bytes(path.read_bytes()[:-5])
+    assert prebuilt.read_header(path) is not None and prebuilt.read_entries(path) is None
+    assert prebuilt.read_entries(tmp_path / "missing.bin") is None
+
+
 def test_the_archive_can_be_turned_off(monkeypatch) -> None:
     monkeypatch.setenv(prebuilt.OFF_VARIABLE, "off")
     assert prebuilt.turned_off()

@@ -38,8 +38,9 @@ import numba
 from numba.core import compiler
 
 __all__ = [
-    "FORMAT", "archive_path", "header", "why_unusable", "problem", "why_not_used", "turned_off", "load",
-    "payload", "write_archive", "read_header", "entry_key",
+    "FORMAT", "archive_path", "header", "why_unusable", "problem", "why_not_used", "turned_off",
+    "load",
+    "payload", "write_archive", "read_header", "read_entries", "entry_key",
 ]
 
 #: version of the archive layout below; a change makes older archives unusable
@@ -119,16 +120,23 @@ def turned_off() -> bool:
     return os.environ.get(OFF_VARIABLE, "").strip().lower() == "off"
 
 
+def read_entries(path: Path) -> dict[str, bytes] | None:
+    """The entries of the archive at ``path`` (None: missing or damaged, so unused)."""
+    try:
+        with path.open("rb") as f:
+            f.readline()
+            f.readline()
+            entries = pickle.loads(zlib.decompress(f.read()))
+    except (OSError, zlib.error, pickle.UnpicklingError, EOFError, ValueError):
+        return None
+    return entries if isinstance(entries, dict) else None
+
+
 @functools.cache
 def _entries(digest: str) -> dict[str, bytes] | None:
     """The entries of the archive if it can serve this process, else None (read once per
     process; ``turned_off`` is asked on every load)."""
-    if problem(digest) is not None:
-        return None
-    with archive_path().open("rb") as f:
-        f.readline()
-        f.readline()
-        return pickle.loads(zlib.decompress(f.read()))
+    return read_entries(archive_path()) if problem(digest) is None else None
 
 
 def entry_key(py_func: Any, sig: tuple) -> str:
@@ -144,15 +152,19 @@ def load(py_func: Any, sig: tuple, target_context: Any, digest: str) -> Any:
     blob = None if entries is None else entries.get(entry_key(py_func, sig))
     if blob is None:
         return None
-    (name, bitcode), fndesc, env, signature, objectmode, lifted, typeann, reload_init, envs = (
-        pickle.loads(blob))  # fmt: skip
+    try:
+        (name, bitcode), fndesc, env, signature, objectmode, lifted, typeann, reload_init, envs = (
+            pickle.loads(blob))  # fmt: skip
+        module = ll.parse_bitcode(bitcode)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, RuntimeError):
+        return None  # a damaged entry: compiled instead
     if tuple(signature.args) != tuple(sig):
         return None
     for init in reload_init:
         init()
     library = target_context.codegen().create_library(name)
     library.enable_object_caching()  # keep the machine code: the on-disk cache saves it
-    library._final_module = ll.parse_bitcode(bitcode)
+    library._final_module = module
     library._finalize_final_module()  # optimised already: machine code only
     for referenced in envs:
         library.codegen.set_env(referenced.env_name, referenced)
