@@ -3,10 +3,10 @@
 ``python -m dfsearch.prebuild``, in a checkout of dfsearch, runs every shipped example
 (``dfsearch run`` on ``dfsearch/examples/*.toml``, ``dfsearch serve`` on
 ``dfsearch/examples/serve/*.toml``), the other assignment strategies and the hard graphs of
-``benchmarks/data/hard`` (``commands``) in a child process that compiles everything afresh (an empty Numba cache folder, the archive
-turned off) for a generic CPU of this target triple, then writes each compiled entry point's
-optimised bitcode to ``dfsearch/cost/prebuilt_code/<triple>-py<version>.bin``: about a
-minute. Run it after changing any jitted module (``tests/test_prebuilt.py`` fails until
+``benchmarks/data/hard`` (``commands``) in a child process that compiles everything afresh
+(an empty Numba cache folder, the archive turned off) for a generic CPU of this target
+triple, then writes each compiled entry point's optimised bitcode to
+``dfsearch/cost/prebuilt_code/<triple>-py<version>.bin``: about a minute. Run it after changing any jitted module (``tests/test_prebuilt.py`` fails until
 then) and commit the archive. ``--check`` only says whether the archive fits this process
 (exit 0) or why not (exit 1).
 """

@@ -6,8 +6,9 @@ folder (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``). When none is writable 
 install and no writable home), the function is compiled in every process instead: slower to
 start, same results. Before compiling, a function missing from that cache is looked up in the
 compiled code shipped with dfsearch (``cost/prebuilt.py``, checked against this process's
-versions and sources), so that a first run after an install compiles nothing it covers. No eager signatures, no fastmath (infeasibility is signalled with inf,
-which fastmath may assume away). The GIL is kept: the long searches step into object mode
+versions and sources), so that a first run after an install compiles nothing it covers. No
+eager signatures, no fastmath (infeasibility is signalled with inf, which fastmath may
+assume away). The GIL is kept: the long searches step into object mode
 now and then to read the clock and let a pending Ctrl-C handler run. Importing this module
 imports numba: only jitted modules import it.
 
